@@ -1,0 +1,133 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `inboxd serve`, built once from flags and
+// INBOXD_* environment variables.
+type Config struct {
+	Data     string
+	SMTPAddr string
+	HTTPAddr string
+	Hostname string
+	Fsync    bool
+
+	MaxMessageSize     int64
+	MaxRecipients      int
+	MaxSessions        int
+	SMTPCommandTimeout time.Duration
+	SMTPSessionTimeout time.Duration
+	Accept             string
+	Domains            listFlag
+
+	TLSCert           string
+	TLSKey            string
+	SMTPTLSSelfSigned bool
+	SMTPAuthInsecure  bool
+	SMTPAuthAcceptAny bool
+
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+}
+
+// listFlag is a repeatable (or comma-separated) string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// serveFlags declares every serve flag on fs, writing into c.
+func serveFlags(fs *flag.FlagSet, c *Config) {
+	fs.StringVar(&c.Data, "data", "./inboxd-data", "data directory (holds inboxd.db and admin.key)")
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", "127.0.0.1:1025", "SMTP listen address (port 0 picks a free port)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
+	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
+	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
+	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")
+	fs.IntVar(&c.MaxRecipients, "max-recipients", 100, "recipients per SMTP transaction")
+	fs.IntVar(&c.MaxSessions, "max-sessions", 100, "concurrent SMTP sessions; more are refused with 421")
+	fs.DurationVar(&c.SMTPCommandTimeout, "smtp-command-timeout", 5*time.Minute, "idle time allowed between SMTP commands")
+	fs.DurationVar(&c.SMTPSessionTimeout, "smtp-session-timeout", 30*time.Minute, "longest SMTP session")
+	fs.StringVar(&c.Accept, "accept", "known", "RCPT policy: known (existing inboxes), domain (create inboxes at --domain), any (create any inbox)")
+	fs.Var(&c.Domains, "domain", "domain whose unknown addresses create inboxes under --accept domain (repeatable)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate file (PEM) for SMTP STARTTLS")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) for SMTP STARTTLS")
+	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")
+	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
+	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials (grants nothing beyond an unauthenticated session)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight work")
+}
+
+// envName is the environment variable of a flag: --smtp-addr → INBOXD_SMTP_ADDR.
+func envName(flagName string) string {
+	return "INBOXD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags applies INBOXD_* variables, then the command line (which wins).
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && err == nil {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s: %w", envName(f.Name), serr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+func (c *Config) validate() error {
+	switch c.Accept {
+	case "known", "domain", "any":
+	default:
+		return fmt.Errorf("--accept must be known, domain or any, not %q", c.Accept)
+	}
+	for i, d := range c.Domains {
+		c.Domains[i] = strings.ToLower(d)
+	}
+	if c.Accept == "domain" && len(c.Domains) == 0 {
+		return fmt.Errorf("--accept domain needs at least one --domain")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if c.MaxMessageSize <= 0 {
+		return fmt.Errorf("--max-message-size must be positive")
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return fmt.Errorf("--log-format must be text or json")
+	}
+	return nil
+}
+
+// printFlags writes the flag table of `inboxd help`.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		def := f.DefValue
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(w, "  --%s (%s, default %s)\n      %s\n", f.Name, envName(f.Name), def, f.Usage)
+	})
+}

@@ -1,0 +1,256 @@
+// Command inboxd is a mail gateway in one binary and one SQLite file: it
+// receives mail over SMTP, threads it, and serves it over HTTP.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/inboxd/inboxd/api"
+	"github.com/inboxd/inboxd/smtp"
+	"github.com/inboxd/inboxd/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "inboxd: second signal, exiting now")
+		os.Exit(2)
+	}()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "inboxd:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; main only wires it to the process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		return help(stdout)
+	case "version":
+		fmt.Fprintln(stdout, "inboxd", version)
+		return nil
+	case "inboxes":
+		return inboxesCmd(ctx, args, getenv, stdout)
+	case "keys":
+		return keysCmd(ctx, args, getenv, stdout)
+	}
+	return fmt.Errorf("unknown command %q (try: inboxd help)", cmd)
+}
+
+func help(w io.Writer) error {
+	fmt.Fprint(w, `inboxd — a mail gateway: SMTP in, threads in SQLite, HTTP out.
+
+Usage:
+  inboxd [serve] [flags]                      run the server (the default)
+  inboxd inboxes create ADDRESS [--display-name N] [--environment live|test]
+  inboxd inboxes list
+  inboxd inboxes delete ID|ADDRESS
+  inboxd keys create --name N --scopes a,b [--inboxes ibx_1,ibx_2]
+  inboxd keys list
+  inboxd keys revoke KEY_ID
+  inboxd version
+  inboxd help
+
+Every subcommand takes --data DIR (INBOXD_DATA) and works whether or not the
+server is running.
+
+Serve flags (each also read from its environment variable):
+`)
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	serveFlags(fs, &c)
+	printFlags(w, fs)
+	return nil
+}
+
+func newLogger(c *Config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serveFlags(fs, &c)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	log, err := newLogger(&c, stderr)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	boot, created, err := db.Bootstrap(ctx)
+	if err != nil {
+		return err
+	}
+	var tlsConfig *tls.Config
+	switch {
+	case c.TLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case c.SMTPTLSSelfSigned:
+		if tlsConfig, err = smtp.SelfSignedTLS(c.Hostname); err != nil {
+			return err
+		}
+	}
+
+	smtpLn, err := net.Listen("tcp", c.SMTPAddr)
+	if err != nil {
+		return fmt.Errorf("smtp listen: %w", err)
+	}
+	defer smtpLn.Close()
+	httpLn, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	defer httpLn.Close()
+
+	if created {
+		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
+			return err
+		}
+		printWelcome(stdout, c.Data, boot, smtpLn.Addr().String(), httpLn.Addr().String())
+	}
+
+	smtpSrv := smtp.NewServer(smtp.Config{
+		Hostname:        c.Hostname,
+		MaxMessageBytes: c.MaxMessageSize,
+		MaxRecipients:   c.MaxRecipients,
+		MaxSessions:     c.MaxSessions,
+		CommandTimeout:  c.SMTPCommandTimeout,
+		SessionTimeout:  c.SMTPSessionTimeout,
+		TLS:             tlsConfig,
+		AuthInsecure:    c.SMTPAuthInsecure,
+		AuthAcceptAny:   c.SMTPAuthAcceptAny,
+		Accept:          c.Accept,
+		Domains:         c.Domains,
+		Logger:          log,
+	}, db)
+	httpSrv := &http.Server{Handler: api.New(db, log), ReadHeaderTimeout: 10 * time.Second}
+
+	// The writer outlives the transports: it stops only after SMTP has
+	// answered every transaction in flight.
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	start := func(name string, fn func() error) {
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); db.Run(writerCtx) }()
+	start("smtp", func() error { return smtpSrv.Serve(smtpLn) })
+	start("http", func() error {
+		if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	log.Info("inboxd started", "version", version, "smtp", smtpLn.Addr().String(), "http", httpLn.Addr().String(),
+		"data", c.Data, "project", boot.ProjectID)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case runErr = <-errc:
+		log.Error("shutting down after failure", "err", runErr)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := smtpSrv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("smtp shutdown: closing sessions still open", "err", err)
+		smtpSrv.Close()
+	}
+	// Shutdown may have run before Serve registered the listener.
+	smtpLn.Close()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	wg.Wait()
+	stopWriter()
+	<-writerDone
+	log.Info("stopped")
+	return runErr
+}
+
+func writeAdminKey(dir, token string) error {
+	path := filepath.Join(dir, "admin.key")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write admin key: %w", err)
+	}
+	return nil
+}
+
+func printWelcome(w io.Writer, dir string, b store.Bootstrapped, smtpAddr, httpAddr string) {
+	host, port, _ := net.SplitHostPort(smtpAddr)
+	fmt.Fprintf(w, `inboxd: first start, created
+  project    %s
+  admin key  %s
+             (shown once; also written to %s, mode 0600)
+  inbox      %s
+
+Send it a first message:
+  swaks --server %s --port %s --from you@example.com --to %s --header "Subject: hello" --body "first mail"
+  python3 -c 'import smtplib; smtplib.SMTP("%s", %s).sendmail("you@example.com", ["%s"], "Subject: hello\r\n\r\nfirst mail")'
+API: http://%s
+`, b.ProjectID, b.AdminToken, filepath.Join(dir, "admin.key"), b.Inbox.Address,
+		host, port, b.Inbox.Address, host, port, b.Inbox.Address, httpAddr)
+}

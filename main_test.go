@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+// syncBuffer is a goroutine-safe buffer that signals when a pattern first
+// appears, so tests wait on output instead of sleeping.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	pattern *regexp.Regexp
+	found   chan []string
+}
+
+func newSyncBuffer(pattern string) *syncBuffer {
+	return &syncBuffer{pattern: regexp.MustCompile(pattern), found: make(chan []string, 1)}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if b.pattern != nil {
+		if m := b.pattern.FindStringSubmatch(b.buf.String()); m != nil {
+			b.found <- m
+			b.pattern = nil
+		}
+	}
+	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const startedPattern = `msg="inboxd started".* smtp=(\S+) http=(\S+)`
+
+type server struct {
+	smtp, http string
+	stdout     *syncBuffer
+	stderr     *syncBuffer
+	stop       func() error
+}
+
+// startServer runs run() in-process on free ports and waits for its
+// startup line.
+func startServer(t *testing.T, data string, extra ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := newSyncBuffer(""), newSyncBuffer(startedPattern)
+	args := append([]string{"serve", "--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(string) string { return "" }, stdout, stderr) }()
+	s := &server{stdout: stdout, stderr: stderr}
+	var once sync.Once
+	var stopErr error
+	s.stop = func() error {
+		once.Do(func() { cancel(); stopErr = <-done })
+		return stopErr
+	}
+	t.Cleanup(func() { s.stop() })
+	select {
+	case m := <-stderr.found:
+		s.smtp, s.http = m[1], m[2]
+	case err := <-done:
+		t.Fatalf("run exited: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not start:\n%s", stderr.String())
+	}
+	return s
+}
+
+func sendMail(addr, from string, to []string, body string) error {
+	c, err := gosmtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SendMail(from, to, strings.NewReader(body)); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+func openStore(t *testing.T, data string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(data, "inboxd.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestFirstStartAndRestart(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "inboxd-data")
+	s := startServer(t, data)
+	out := s.stdout.String()
+	key, err := os.ReadFile(filepath.Join(data, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSuffix(string(key), "\n")
+	if !strings.HasPrefix(token, "inboxd_") || !strings.Contains(out, token) || !strings.Contains(out, "inbox@localhost") ||
+		!strings.Contains(out, "swaks") || !strings.Contains(out, "prj_") {
+		t.Fatalf("first start printed:\n%s", out)
+	}
+	if fi, _ := os.Stat(filepath.Join(data, "admin.key")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin.key mode %v", fi.Mode().Perm())
+	}
+	resp, err := http.Get("http://" + s.http + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := sendMail(s.smtp, "a@example.com", []string{"inbox@localhost"}, "Subject: hi\r\n\r\nhello\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+
+	s2 := startServer(t, data)
+	if out := s2.stdout.String(); out != "" {
+		t.Errorf("second start printed %q", out)
+	}
+	s2.stop()
+	db := openStore(t, data)
+	k, err := db.KeyByToken(context.Background(), token)
+	if err != nil || len(k.Scopes) != len(store.AllScopes()) {
+		t.Fatalf("admin key: %+v %v", k, err)
+	}
+}
+
+func TestHelpListsEveryFlagWithEnv(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"help"}, os.Getenv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--data (INBOXD_DATA, default ./inboxd-data)", "--smtp-addr (INBOXD_SMTP_ADDR, default 127.0.0.1:1025)",
+		"--http-addr (INBOXD_HTTP_ADDR, default 127.0.0.1:8025)", "INBOXD_FSYNC", "INBOXD_ACCEPT"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+func TestEnvironmentConfiguresServe(t *testing.T) {
+	data := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := newSyncBuffer(`"msg":"inboxd started"`)
+	env := map[string]string{"INBOXD_DATA": data, "INBOXD_SMTP_ADDR": "127.0.0.1:0", "INBOXD_HTTP_ADDR": "127.0.0.1:0", "INBOXD_LOG_FORMAT": "json"}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, stderr) }()
+	select {
+	case err := <-done:
+		t.Fatalf("exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no JSON startup line: %s", stderr.String())
+	case <-stderr.found:
+	}
+	if _, err := os.Stat(filepath.Join(data, "inboxd.db")); err != nil {
+		t.Fatalf("INBOXD_DATA ignored: %v", err)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"inboxd started"`) {
+		t.Fatalf("INBOXD_LOG_FORMAT ignored: %s", stderr.String())
+	}
+	cancel()
+	<-done
+}
+
+func TestCLI(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	cli := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append(args, "--data", data), func(string) string { return "" }, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	// Works while the server runs.
+	created := cli("inboxes", "create", "Agent@Example.com", "--display-name", "Agent")
+	id := strings.Fields(created)[0]
+	if !strings.HasPrefix(id, "ibx_") {
+		t.Fatalf("create: %q", created)
+	}
+	if err := sendMail(s.smtp, "a@example.com", []string{"agent@example.com"}, "Subject: hi\r\n\r\nx\r\n"); err != nil {
+		t.Fatalf("mail to CLI-created inbox: %v", err)
+	}
+	if list := cli("inboxes", "list"); !strings.Contains(list, "agent@example.com") || !strings.Contains(list, "inbox@localhost") {
+		t.Fatalf("list: %q", list)
+	}
+	keyOut := cli("keys", "create", "--name", "ci", "--scopes", "messages:read,threads:read", "--inboxes", id)
+	fields := strings.Fields(keyOut)
+	if len(fields) != 2 || !strings.HasPrefix(fields[0], "key_") || !strings.HasPrefix(fields[1], "inboxd_") {
+		t.Fatalf("keys create: %q", keyOut)
+	}
+	if list := cli("keys", "list"); !strings.Contains(list, fields[0]) || !strings.Contains(list, id) || strings.Contains(list, fields[1]) {
+		t.Fatalf("keys list: %q", list)
+	}
+	cli("keys", "revoke", fields[0])
+	if list := cli("keys", "list"); strings.Contains(list, fields[0]) {
+		t.Fatalf("revoked key listed: %q", list)
+	}
+	cli("inboxes", "delete", "agent@example.com")
+	if err := sendMail(s.smtp, "a@example.com", []string{"agent@example.com"}, "Subject: hi\r\n\r\nx\r\n"); err == nil {
+		t.Fatal("mail accepted for a deleted inbox")
+	}
+}
+
+// Real clients nobody here wrote: Python's smtplib (with STARTTLS and
+// SMTPUTF8) and curl. Each message must be stored byte for byte.
+func TestRealClients(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data, "--smtp-tls-self-signed", "--accept", "any")
+	host, port, _ := strings.Cut(s.smtp, ":")
+	db := openStore(t, data)
+
+	pyBody := "From: Zoë <zoe@exämple.com>\r\nTo: ünïcode@localhost\r\nSubject: Grüße 東京\r\nMessage-ID: <py1@example.com>\r\n\r\nBody with ümlauts.\r\n"
+	script := fmt.Sprintf(`
+import smtplib, ssl, sys
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+s = smtplib.SMTP(%q, %s)
+s.ehlo(); s.starttls(context=ctx); s.ehlo()
+assert s.has_extn("smtputf8"), "no SMTPUTF8"
+s.sendmail("zoë@exämple.com", ["ünïcode@localhost"], sys.stdin.buffer.read(), mail_options=["SMTPUTF8"])
+s.quit()
+`, host, port)
+	cmd := exec.Command("python3", "-c", script)
+	cmd.Stdin = strings.NewReader(pyBody)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python smtplib: %v\n%s", err, out)
+	}
+	assertStored(t, db, "ünïcode@localhost", pyBody, true)
+
+	curlBody := "From: curl@example.com\r\nTo: inbox@localhost\r\nSubject: from curl\r\nMessage-ID: <curl1@example.com>\r\n\r\nsent by curl\r\n"
+	f := filepath.Join(t.TempDir(), "mail.eml")
+	os.WriteFile(f, []byte(curlBody), 0o644)
+	cmd = exec.Command("curl", "-sS", "--url", "smtp://"+s.smtp, "--mail-from", "curl@example.com", "--mail-rcpt", "inbox@localhost", "--upload-file", f)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("curl: %v\n%s", err, out)
+	}
+	assertStored(t, db, "inbox@localhost", curlBody, false)
+}
+
+func assertStored(t *testing.T, db *store.DB, address, body string, tls bool) {
+	t.Helper()
+	ctx := context.Background()
+	ib, err := db.InboxByAddress(ctx, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := db.InboxMessages(ctx, ib.ID)
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("no message in %s: %v", address, err)
+	}
+	raw, err := db.Raw(ctx, msgs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, stored, ok := strings.Cut(string(raw), "\r\n\t")
+	if !ok || !strings.HasPrefix(trace, "Received: ") {
+		t.Fatalf("no trace header: %q", raw)
+	}
+	if !strings.HasSuffix(string(raw), body) || len(raw)-len(body) > 200 {
+		t.Fatalf("stored bytes:\n%q\nwant (after trace)\n%q", stored, body)
+	}
+	env, err := db.Envelope(ctx, msgs[0].ID)
+	if err != nil || env.TLS != tls {
+		t.Fatalf("envelope %+v %v", env, err)
+	}
+}
+
+// TestKillDuringLoad is the durability rule: every message that got a 250
+// is in the database after a SIGKILL, and no message is half-stored.
+func TestKillDuringLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin := filepath.Join(t.TempDir(), "inboxd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	cmd := exec.Command(bin, "--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	addr := ""
+	sc := bufio.NewScanner(stderr)
+	re := regexp.MustCompile(startedPattern)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("child did not start")
+	}
+	go io.Copy(io.Discard, stderr)
+
+	const clients = 8
+	var mu sync.Mutex
+	var acked []string
+	killAt := make(chan struct{})
+	var killOnce sync.Once
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			c, err := gosmtp.Dial(addr)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for j := 0; ; j++ {
+				id := fmt.Sprintf("k%d.%d@example.com", i, j)
+				body := fmt.Sprintf("Message-ID: <%s>\r\nSubject: %d\r\n\r\n%s\r\n", id, j, strings.Repeat("durable ", 200))
+				if err := c.SendMail("a@example.com", []string{"inbox@localhost"}, strings.NewReader(body)); err != nil {
+					return // the server died
+				}
+				mu.Lock()
+				acked = append(acked, "<"+id+">")
+				if len(acked) == 300 {
+					killOnce.Do(func() { close(killAt) })
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	<-killAt
+	cmd.Process.Kill()
+	cmd.Wait()
+	wg.Wait()
+
+	db := openStore(t, data)
+	ib, err := db.InboxByAddress(context.Background(), "inbox@localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := db.InboxMessages(context.Background(), ib.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for _, m := range msgs {
+		stored[m.RFCMessageID] = true
+		if _, err := db.Raw(context.Background(), m.ID); err != nil {
+			t.Errorf("message %s without raw: %v", m.ID, err)
+		}
+		if _, err := db.GetBody(context.Background(), m.ID); err != nil {
+			t.Errorf("message %s without body: %v", m.ID, err)
+		}
+	}
+	for _, id := range acked {
+		if !stored[id] {
+			t.Errorf("acknowledged %s lost", id)
+		}
+	}
+	t.Logf("acked %d, stored %d", len(acked), len(msgs))
+}

@@ -1,0 +1,75 @@
+// Package message owns inboxd's view of an email: the domain types for a
+// parsed message (addresses, bodies, attachments) and the rules that turn raw
+// RFC 5322 / MIME bytes into them — body selection, charset conversion, header
+// decoding, the preview, the extracted reply text and HTML sanitizing.
+//
+// It is pure: no SQL, no network, no logging. Parsing is lenient by design
+// (SPEC §3: mail is never lost for being malformed), so Parse never fails;
+// whatever could not be read is described in Parsed.ParseError.
+package message
+
+import (
+	"time"
+)
+
+// Address is one mailbox from an address header.
+type Address struct {
+	Email string // best-effort address, "" if none could be found
+	Name  string // decoded display name, "" if none
+}
+
+// Attachment is a non-body leaf part, or an inline part with a Content-ID.
+type Attachment struct {
+	Filename    string // RFC 2231 / RFC 2047 decoded; "" when none
+	ContentType string // lower-case media type; "application/octet-stream" when missing/bad
+	Disposition string // "attachment" or "inline"
+	ContentID   string // without angle brackets, "" when none
+	ScanStatus  string // "clean" or "suspicious"
+	Data        []byte // decoded bytes (base64/QP undone)
+}
+
+// Parsed is everything inboxd keeps from a message's MIME structure.
+type Parsed struct {
+	Subject          string    // RFC 2047 / RFC 6532 decoded, unfolded
+	From             *Address  // nil when absent
+	To, Cc, ReplyTo  []Address // never nil
+	Date             time.Time // zero when absent or unparseable
+	MessageID        []string  // raw (unfolded) values of every Message-ID header, in order
+	InReplyTo        []string  // raw values of every In-Reply-To header, in order
+	References       []string  // raw values of every References header, in order
+	Text             string    // decoded text/plain of the main body, UTF-8
+	HTML             string    // decoded text/html of the main body, UTF-8, sanitized
+	HasText, HasHTML bool      // whether such a part existed (an empty part still counts)
+	Preview          string    // see Preview
+	ExtractedText    string    // see ExtractReply
+	Attachments      []Attachment
+	ParseError       string // "" when parsed fully; otherwise what went wrong
+}
+
+// Parse reads a raw RFC 5322 message. It never fails and never panics:
+// whatever can be read is returned, with ParseError set when something could
+// not be parsed.
+func Parse(raw []byte) (p *Parsed) {
+	p = &Parsed{
+		To:          []Address{},
+		Cc:          []Address{},
+		ReplyTo:     []Address{},
+		MessageID:   []string{},
+		InReplyTo:   []string{},
+		References:  []string{},
+		Attachments: []Attachment{},
+	}
+	ps := &parser{out: p}
+	defer func() {
+		// A bug in a dependency or here must not lose the message: the caller
+		// still stores the raw bytes, and ParseError says why fields are empty.
+		if r := recover(); r != nil {
+			ps.fail("internal error: parser panicked")
+			p.ParseError = ps.errorString()
+		}
+	}()
+	ps.parse(raw)
+	ps.finish()
+	p.ParseError = ps.errorString()
+	return p
+}

@@ -1,0 +1,251 @@
+package message
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/emersion/go-message/textproto"
+)
+
+const (
+	// maxDepth bounds multipart nesting so a hostile message cannot recurse
+	// without limit; real mail rarely nests more than five levels.
+	maxDepth = 40
+	// maxParts bounds the number of leaf parts kept from one message.
+	maxParts = 5000
+	// maxErrors bounds how many distinct problems ParseError lists.
+	maxErrors = 5
+)
+
+// parser holds the state of one Parse call.
+type parser struct {
+	out     *Parsed
+	errs    []string
+	rawHTML string // the main HTML body before sanitizing, for reply extraction
+	leaves  int
+}
+
+func (ps *parser) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	for _, e := range ps.errs {
+		if e == msg {
+			return
+		}
+	}
+	if len(ps.errs) < maxErrors {
+		ps.errs = append(ps.errs, msg)
+	}
+}
+
+func (ps *parser) errorString() string {
+	return strings.Join(ps.errs, "; ")
+}
+
+func (ps *parser) parse(raw []byte) {
+	src := &lineReader{br: bufio.NewReaderSize(bytes.NewReader(raw), 32<<10)}
+	h, rest, err := readHeader(src, nil)
+	if err != nil {
+		ps.fail("header: %v", err)
+	}
+	ps.headers(h)
+	var body io.Reader = src.br
+	if len(rest) > 0 {
+		body = io.MultiReader(bytes.NewReader(rest), src.br)
+	}
+	ps.entity(h, body, 0, "text/plain")
+}
+
+// entity walks one MIME entity. defaultType is the media type implied when
+// Content-Type is absent (RFC 2046 §5.1.5: message/rfc822 inside a digest).
+func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultType string) {
+	ct := parseContentType(h.Get("Content-Type"), defaultType)
+	if strings.HasPrefix(ct.media, "multipart/") {
+		if depth >= maxDepth {
+			ps.fail("MIME structure nested deeper than %d levels", maxDepth)
+			ps.leaf(h, mediaType{media: "application/octet-stream"}, body)
+			return
+		}
+		if b := ct.params["boundary"]; b != "" {
+			ps.multipart(ct.media, b, body, depth)
+			return
+		}
+		// QUIRK: multipart without a boundary parameter cannot be split; RFC
+		// 2045 §5.2 says to treat an unusable Content-Type as text/plain, which
+		// keeps the content readable instead of dropping it.
+		ps.fail("multipart without boundary")
+		ct = mediaType{media: "text/plain", valid: false, params: map[string]string{}}
+	}
+	ps.leaf(h, ct, body)
+}
+
+func (ps *parser) multipart(media, boundary string, body io.Reader, depth int) {
+	capture := &captureReader{r: body, limit: 1 << 20}
+	mr := newMultipartReader(capture, boundary)
+	partDefault := "text/plain"
+	if media == "multipart/digest" {
+		partDefault = "message/rfc822"
+	}
+	for parts := 0; ; parts++ {
+		h, part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if errors.Is(err, errNoBoundary) {
+			switch {
+			case parts == 0 && !capture.overflow && len(bytes.TrimSpace(capture.buf)) == 0:
+				// QUIRK: an empty multipart, typically a nested one that
+				// reuses its parent's boundary: its parts were read as the
+				// parent's, so nothing is missing. An empty top-level
+				// multipart means the message has no content at all.
+				if depth == 0 {
+					ps.fail("multipart body is empty")
+				}
+			case parts == 0 && !capture.overflow:
+				// QUIRK: a multipart whose boundary never appears (a mailer
+				// that changed the boundary, or a truncated header) still
+				// carries readable content; keep it as text rather than lose it.
+				ps.fail("multipart: boundary %q not found", boundary)
+				ps.leaf(textproto.Header{}, mediaType{media: "text/plain", params: map[string]string{}}, bytes.NewReader(capture.buf))
+			default:
+				ps.fail("multipart: boundary %q not found", boundary)
+			}
+			return
+		}
+		if err != nil {
+			// The part header had a problem but what was read is usable.
+			ps.fail("part header: %v", err)
+		}
+		capture.stop()
+		ps.entity(h, part, depth+1, partDefault)
+		if _, err := io.Copy(io.Discard, part); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// QUIRK: a missing closing boundary (truncated or sloppy
+				// mailers) still leaves the last part readable; it was kept.
+				ps.fail("multipart: missing closing boundary")
+			} else {
+				ps.fail("multipart: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// leaf handles a non-multipart entity: the first text/plain and text/html
+// parts of the main body become Text and HTML, everything else an attachment.
+func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
+	ps.leaves++
+	if ps.leaves > maxParts {
+		ps.fail("more than %d parts; the rest were skipped", maxParts)
+		return
+	}
+	disp, dparams := parseDisposition(h.Get("Content-Disposition"))
+	filename := partFilename(dparams, ct.params)
+	cid := contentID(h.Get("Content-Id"))
+
+	data, derr := decodeTransfer(h.Get("Content-Transfer-Encoding"), body)
+	if derr != nil {
+		what := "body"
+		if filename != "" {
+			what = fmt.Sprintf("part %q", filename)
+		}
+		ps.fail("%s: %v", what, derr)
+	}
+
+	if h.Len() == 0 && len(bytes.TrimSpace(data)) == 0 && (ps.out.HasText || ps.out.HasHTML) {
+		// QUIRK: an empty, headerless part after a stray delimiter (e.g. a
+		// final boundary missing its "--") carries nothing to keep.
+		return
+	}
+	isBodyCandidate := disp != "attachment" && filename == ""
+	switch {
+	case isBodyCandidate && ct.media == "text/plain" && !ps.out.HasText:
+		ps.out.HasText = true
+		ps.out.Text = normalizeNewlines(toUTF8(data, ct.params["charset"], false))
+		return
+	case isBodyCandidate && ct.media == "text/html" && !ps.out.HasHTML:
+		ps.out.HasHTML = true
+		ps.rawHTML = normalizeNewlines(toUTF8(data, ct.params["charset"], true))
+		ps.out.HTML = Sanitize(ps.rawHTML)
+		return
+	}
+
+	a := Attachment{
+		Filename:    filename,
+		ContentType: "application/octet-stream",
+		ContentID:   cid,
+		Data:        data,
+	}
+	if ct.valid {
+		a.ContentType = ct.media
+	}
+	switch {
+	case disp == "inline" || disp == "attachment":
+		a.Disposition = disp
+	case cid != "":
+		a.Disposition = "inline"
+	default:
+		a.Disposition = "attachment"
+	}
+	a.ScanStatus = scanStatus(a.Filename, a.ContentType)
+	ps.out.Attachments = append(ps.out.Attachments, a)
+}
+
+func (ps *parser) finish() {
+	p := ps.out
+	if p.HasText && strings.TrimSpace(p.Text) != "" {
+		p.Preview = Preview(p.Text)
+	} else if p.HasHTML {
+		p.Preview = Preview(HTMLToText(p.HTML))
+	}
+	switch {
+	case p.HasText:
+		p.ExtractedText = ExtractReply(p.Text)
+	case p.HasHTML:
+		// Clients mark quoted history up (blockquote, gmail_quote, Outlook's
+		// divRplyFwdMsg); drop it before the plain-text rules run. Use the
+		// HTML before sanitizing, which strips the class names involved.
+		p.ExtractedText = ExtractReply(htmlToText(ps.rawHTML, true))
+		if p.ExtractedText == "" {
+			p.ExtractedText = ExtractReply(HTMLToText(p.HTML))
+		}
+	}
+}
+
+func normalizeNewlines(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
+
+// captureReader remembers the bytes read through it until stop is called,
+// so a multipart body without any boundary can be re-read as text.
+type captureReader struct {
+	r        io.Reader
+	buf      []byte
+	limit    int
+	overflow bool
+	stopped  bool
+}
+
+func (c *captureReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if !c.stopped && !c.overflow {
+		if len(c.buf)+n > c.limit {
+			c.overflow = true
+			c.buf = nil
+		} else {
+			c.buf = append(c.buf, p[:n]...)
+		}
+	}
+	return n, err
+}
+
+func (c *captureReader) stop() {
+	c.stopped = true
+	c.buf = nil
+}

@@ -1,0 +1,145 @@
+package message
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Reply headers ("attribution lines") that clients put above quoted
+// history, by language. Each must match a whole line (or two joined lines,
+// for clients that wrap long attributions).
+var attributionLines = []*regexp.Regexp{
+	regexp.MustCompile(`^On\b.{1,300}\bwrote:$`),                                // English
+	regexp.MustCompile(`^Am\b.{1,300}\bschrieb\b.{0,200}:$`),                    // German
+	regexp.MustCompile(`^Le\b.{1,300}\ba\s+écrit[\s\x{00a0}\x{202f}]*:$`),       // French
+	regexp.MustCompile(`^El\b.{1,300}\bescribió\s*:$`),                          // Spanish
+	regexp.MustCompile(`^Op\b.{1,300}\bschreef\b.{0,200}:$`),                    // Dutch
+	regexp.MustCompile(`^Il\b.{1,300}\bha\s+scritto\s*:$`),                      // Italian
+	regexp.MustCompile(`^(Em|Às)\b.{1,300}\bescreveu\s*:$`),                     // Portuguese
+	regexp.MustCompile(`^.{0,200}\d.{0,200}\bskrev\b.{0,200}:$`),                // Swedish, Danish, Norwegian
+	regexp.MustCompile(`^W dniu\b.{1,300}\bpisze:$`),                            // Polish
+	regexp.MustCompile(`^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}.{0,200}<[^>]+@[^>]+>:$`), // Gmail, some locales
+}
+
+// attributionStarts are the words an attribution line begins with; a line
+// starting with one and not ending in ':' may be wrapped onto the next.
+var attributionStart = regexp.MustCompile(`^(On|Am|Le|El|Op|Il|Em|Den|På|W dniu)\s`)
+
+var (
+	originalMessage  = regexp.MustCompile(`(?i)^-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|mensagem original|originalmeddelande|oprindelig meddelelse|opprinnelig melding)\s*-{2,}$`)
+	outlookSeparator = regexp.MustCompile(`^_{20,}$`)
+	outlookFrom      = regexp.MustCompile(`(?i)^\*?(from|von|de|van|da|från|fra|od|от)\s*:\*?\s*\S`)
+	outlookSent      = regexp.MustCompile(`(?i)^\*?(sent|date|gesendet|datum|envoyé|enviado|verzonden|inviato|data|skickat|sendt|wysłano|отправлено)\s*:`)
+	outlookTo        = regexp.MustCompile(`(?i)^\*?(to|an|à|a|para|aan|till|til|do|кому|subject|betreff|objet|asunto|onderwerp|oggetto|assunto|ämne|emne|temat|тема)\s*:`)
+)
+
+// ExtractReply returns the new content of a plain-text message body with
+// quoted history removed: ">" lines, everything from a reply header ("On …
+// wrote:" and its translations, Outlook From/Sent blocks, "-----Original
+// Message-----", Outlook's underscore separator) onward, and a trailing
+// signature after a "-- " line. If nothing would remain, it returns the
+// trimmed original rather than "".
+func ExtractReply(text string) string {
+	text = normalizeNewlines(text)
+	lines := strings.Split(text, "\n")
+	cut := len(lines)
+	for i := range lines {
+		if isHistoryStart(lines, i) {
+			cut = i
+			break
+		}
+	}
+	kept := make([]string, 0, cut)
+	for _, l := range lines[:cut] {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t"), ">") {
+			continue
+		}
+		kept = append(kept, strings.TrimRight(l, " \t\r"))
+	}
+	// Drop leading and trailing blank lines, keep inner spacing.
+	for len(kept) > 0 && strings.TrimSpace(kept[0]) == "" {
+		kept = kept[1:]
+	}
+	for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
+		kept = kept[:len(kept)-1]
+	}
+	out := strings.Join(kept, "\n")
+	if strings.TrimSpace(out) == "" {
+		return strings.TrimSpace(text)
+	}
+	return out
+}
+
+// isHistoryStart reports whether lines[i] starts quoted history or a
+// signature.
+func isHistoryStart(lines []string, i int) bool {
+	raw := lines[i]
+	// RFC 3676 §4.3: the signature separator is "-- ".
+	// QUIRK: many clients strip the trailing space, leaving "--".
+	if strings.TrimRight(raw, " \r") == "--" {
+		return true
+	}
+	line := strings.TrimSpace(raw)
+	if line == "" {
+		return false
+	}
+	if isAttribution(line) {
+		return true
+	}
+	// QUIRK: attribution lines wrapped by the sender's client, e.g.
+	// "On Mon, 3 Feb 2020 at 10:00, Jane Doe <jane@example.com>" / "wrote:".
+	if attributionStart.MatchString(line) {
+		joined := line
+		for j := i + 1; j < len(lines) && j <= i+2; j++ {
+			next := strings.TrimSpace(lines[j])
+			if next == "" || strings.HasPrefix(next, ">") {
+				break
+			}
+			joined += " " + next
+			if isAttribution(joined) {
+				return true
+			}
+		}
+	}
+	if originalMessage.MatchString(line) {
+		return true
+	}
+	if outlookSeparator.MatchString(line) {
+		// QUIRK: Outlook's plain-text reply separator; only history when a
+		// From: header block follows, since people draw lines too.
+		for j := i + 1; j < len(lines) && j <= i+3; j++ {
+			if next := strings.TrimSpace(lines[j]); next != "" {
+				return outlookFrom.MatchString(next)
+			}
+		}
+		return false
+	}
+	if outlookFrom.MatchString(line) {
+		// QUIRK: Outlook's reply header has no attribution line, only a
+		// From:/Sent:/To:/Subject: block.
+		sent, to := false, false
+		for j := i + 1; j < len(lines) && j <= i+6; j++ {
+			next := strings.TrimSpace(lines[j])
+			switch {
+			case outlookSent.MatchString(next):
+				sent = true
+			case outlookTo.MatchString(next):
+				to = true
+			}
+		}
+		return sent && to
+	}
+	return false
+}
+
+func isAttribution(line string) bool {
+	if !strings.HasSuffix(line, ":") {
+		return false
+	}
+	for _, re := range attributionLines {
+		if re.MatchString(line) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,385 @@
+// Package smtp is the SMTP side of inboxd: the inbound server (a go-smtp
+// backend that turns sessions into store ingests, SPEC §2) with its
+// listener limits, TLS and AUTH.
+package smtp
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/store"
+)
+
+// Accept policies for RCPT TO (SPEC §2).
+const (
+	AcceptKnown  = "known"
+	AcceptDomain = "domain"
+	AcceptAny    = "any"
+)
+
+// Store is what the server needs from the database.
+type Store interface {
+	InboxByAddress(ctx context.Context, address string) (store.Inbox, error)
+	KeyByToken(ctx context.Context, token string) (store.Key, error)
+	Ingest(ctx context.Context, in *store.Incoming) ([]store.Delivered, error)
+}
+
+// Config configures the inbound server.
+type Config struct {
+	Hostname        string // announced in the greeting and the Received: header
+	MaxMessageBytes int64
+	MaxRecipients   int
+	MaxSessions     int
+	CommandTimeout  time.Duration
+	SessionTimeout  time.Duration
+	// IngestTimeout bounds how long DATA waits for the commit before
+	// answering 451.
+	IngestTimeout time.Duration
+	TLS           *tls.Config // enables STARTTLS
+	AuthInsecure  bool        // offer AUTH without TLS
+	AuthAcceptAny bool        // accept any credentials, granting nothing
+	Accept        string
+	Domains       []string
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// Server is the inbound SMTP server.
+type Server struct {
+	cfg   Config
+	store Store
+	srv   *gosmtp.Server
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu       sync.Mutex
+	sessions int
+}
+
+// NewServer builds a server; start it with Serve.
+func NewServer(cfg Config, st Store) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.IngestTimeout == 0 {
+		cfg.IngestTimeout = time.Minute
+	}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now}
+	srv := gosmtp.NewServer(s)
+	srv.Domain = cfg.Hostname
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.MaxRecipients = cfg.MaxRecipients
+	// QUIRK: RFC 5321 §4.5.3.1.6 caps lines at 1000 octets, but real mail
+	// (machine-made HTML, bare-LF bodies) exceeds it; refusing it would lose
+	// mail, so the cap only guards memory.
+	srv.MaxLineLength = maxLineLength
+	srv.ReadTimeout = cfg.CommandTimeout
+	srv.WriteTimeout = cfg.CommandTimeout
+	srv.EnableSMTPUTF8 = true
+	srv.AllowInsecureAuth = cfg.AuthInsecure
+	srv.ErrorLog = slogPrinter{cfg.Logger}
+	srv.TLSConfig = cfg.TLS
+	s.srv = srv
+	return s
+}
+
+// Serve accepts sessions on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.srv.Serve(&limitListener{Listener: l, s: s})
+	if errors.Is(err, gosmtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting and waits for sessions to end (SPEC §13: a
+// transaction in DATA finishes and gets its reply).
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if errors.Is(err, gosmtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close closes the listener and every session at once.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	if errors.Is(err, gosmtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// NewSession implements gosmtp.Backend.
+func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
+	remote := ""
+	if addr, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		remote = addr.IP.String()
+	}
+	return &session{s: s, conn: c, remoteIP: remote}, nil
+}
+
+type session struct {
+	s        *Server
+	conn     *gosmtp.Conn
+	remoteIP string
+	authUser string
+
+	from    string
+	size    int64
+	rcpts   []string
+	targets []store.Target
+}
+
+var _ gosmtp.AuthSession = (*session)(nil)
+
+func (ss *session) Reset() {
+	ss.from, ss.size, ss.rcpts, ss.targets = "", 0, nil, nil
+}
+
+func (ss *session) Logout() error { return nil }
+
+func (ss *session) AuthMechanisms() []string { return []string{sasl.Plain, sasl.Login} }
+
+func (ss *session) Auth(mech string) (sasl.Server, error) {
+	check := func(username, password string) error { return ss.authenticate(username, password) }
+	switch mech {
+	case sasl.Plain:
+		return sasl.NewPlainServer(func(_, username, password string) error { return check(username, password) }), nil
+	case sasl.Login:
+		return &loginServer{check: check}, nil
+	}
+	return nil, gosmtp.ErrAuthUnknownMechanism
+}
+
+// authenticate checks the password as an API key with messages:send. It
+// identifies the client (recorded in the envelope); it never widens where
+// an unauthenticated session may deliver.
+func (ss *session) authenticate(username, password string) error {
+	if ss.s.cfg.AuthAcceptAny {
+		ss.authUser = username
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
+	defer cancel()
+	k, err := ss.s.store.KeyByToken(ctx, password)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !k.Has("messages:send")) {
+		return gosmtp.ErrAuthFailed
+	}
+	if err != nil {
+		return ss.s.reply("auth", err)
+	}
+	ss.authUser = k.ID
+	return nil
+}
+
+func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
+	ss.Reset()
+	ss.from = from
+	if opts != nil {
+		// go-smtp refuses a SIZE= above the limit itself (552 5.3.4).
+		ss.size = opts.Size
+	}
+	return nil
+}
+
+var errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
+
+func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
+	addr := strings.ToLower(strings.TrimSpace(to))
+	local, domain, ok := splitAddress(addr)
+	if !ok {
+		return errUnknownRecipient
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
+	defer cancel()
+	t, err := ss.s.resolve(ctx, addr, local, domain)
+	if err != nil {
+		return ss.s.reply("rcpt", err)
+	}
+	ss.rcpts = append(ss.rcpts, to)
+	ss.targets = append(ss.targets, t)
+	return nil
+}
+
+// resolve maps a recipient to an inbox: the exact address, else user@domain
+// for user+tag@domain, else (policy permitting) an inbox to create.
+func (s *Server) resolve(ctx context.Context, addr, local, domain string) (store.Target, error) {
+	ib, err := s.store.InboxByAddress(ctx, addr)
+	if err == nil {
+		return store.Target{InboxID: ib.ID, Address: ib.Address}, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return store.Target{}, err
+	}
+	base, tag := addr, ""
+	if user, t, ok := strings.Cut(local, "+"); ok && user != "" {
+		base, tag = user+"@"+domain, t
+		ib, err := s.store.InboxByAddress(ctx, base)
+		if err == nil {
+			return store.Target{InboxID: ib.ID, Address: ib.Address, Tag: tag}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return store.Target{}, err
+		}
+	}
+	switch {
+	case s.cfg.Accept == AcceptAny,
+		s.cfg.Accept == AcceptDomain && slices.Contains(s.cfg.Domains, domain):
+		return store.Target{Address: base, Tag: tag}, nil
+	}
+	return store.Target{}, errUnknownRecipient
+}
+
+func splitAddress(addr string) (local, domain string, ok bool) {
+	i := strings.LastIndexByte(addr, '@')
+	if i <= 0 || i == len(addr)-1 {
+		return "", "", false
+	}
+	return addr[:i], addr[i+1:], true
+}
+
+func (ss *session) Data(r io.Reader) error {
+	var buf bytes.Buffer
+	if ss.size > 0 && ss.size <= ss.s.cfg.MaxMessageBytes {
+		buf.Grow(int(ss.size))
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return ss.s.reply("data", err)
+	}
+	return ss.s.reply("data", ss.deliver(buf.Bytes()))
+}
+
+func (ss *session) deliver(raw []byte) error {
+	received := ss.s.now()
+	parsed := message.Parse(raw)
+	tlsState, isTLS := ss.conn.TLSConnectionState()
+	in := &store.Incoming{
+		Raw:    raw,
+		Trace:  ss.s.traceHeader(ss, isTLS, tlsState.Version, received),
+		Parsed: parsed,
+		Envelope: store.Envelope{
+			MailFrom: ss.from, RcptTo: slices.Clone(ss.rcpts), RemoteIP: ss.remoteIP,
+			Helo: ss.conn.Hostname(), TLS: isTLS, AuthUser: ss.authUser,
+		},
+		Targets:    slices.Clone(ss.targets),
+		ReceivedAt: received,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
+	defer cancel()
+	_, err := ss.s.store.Ingest(ctx, in)
+	return err
+}
+
+// traceHeader builds the Received: header of RFC 5321 §4.4.
+func (s *Server) traceHeader(ss *session, isTLS bool, _ uint16, at time.Time) []byte {
+	proto := "ESMTP"
+	if isTLS {
+		proto += "S"
+	}
+	if ss.authUser != "" {
+		proto += "A"
+	}
+	helo := sanitizeTrace(ss.conn.Hostname())
+	return fmt.Appendf(nil, "Received: from %s ([%s])\r\n\tby %s (inboxd) with %s;\r\n\t%s\r\n",
+		helo, ss.remoteIP, s.cfg.Hostname, proto, at.Format(time.RFC1123Z))
+}
+
+// sanitizeTrace keeps a client-supplied HELO name from breaking the header.
+func sanitizeTrace(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x21 || r == 0x7f || r == '(' || r == ')' {
+			return -1
+		}
+		return r
+	}, s)
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// maxLineLength bounds one line of a command or of DATA.
+const maxLineLength = 1 << 20
+
+var errLineTooLong = &gosmtp.SMTPError{
+	Code: 500, EnhancedCode: gosmtp.EnhancedCode{5, 5, 2}, Message: "Line too long",
+}
+
+var errLocal = &gosmtp.SMTPError{
+	Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
+	Message: "Requested action aborted: local error in processing, try again later",
+}
+
+// reply is the one place an outcome becomes an SMTP reply. go-smtp turns
+// any error that is not a bare *SMTPError (even a wrapped one) into a
+// permanent 554 carrying its text, which would bounce good mail and leak
+// internals; so client faults are passed on as the bare value and every
+// other failure is ours: 451 4.3.0 with no internal text, logged here.
+func (s *Server) reply(stage string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *gosmtp.SMTPError
+	if errors.As(err, &se) {
+		return se
+	}
+	if errors.Is(err, gosmtp.ErrTooLongLine) {
+		return errLineTooLong
+	}
+	s.log.Error("smtp: local failure", "stage", stage, "err", err)
+	return errLocal
+}
+
+// loginServer is the server side of the obsolete but widespread AUTH LOGIN
+// (draft-murchison-sasl-login): two prompts, username then password.
+type loginServer struct {
+	check    func(username, password string) error
+	username string
+	step     int
+}
+
+func (l *loginServer) Next(response []byte) ([]byte, bool, error) {
+	switch l.step {
+	case 0:
+		l.step++
+		if len(response) > 0 { // initial response carries the username
+			l.username = string(response)
+			l.step++
+			return []byte("Password:"), false, nil
+		}
+		return []byte("Username:"), false, nil
+	case 1:
+		l.username = string(response)
+		l.step++
+		return []byte("Password:"), false, nil
+	case 2:
+		l.step++
+		return nil, true, l.check(l.username, string(response))
+	}
+	return nil, true, sasl.ErrUnexpectedClientResponse
+}
+
+// slogPrinter adapts go-smtp's Logger to slog.
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Printf(format string, v ...any) { p.l.Warn("smtp: " + fmt.Sprintf(format, v...)) }
+func (p slogPrinter) Println(v ...any)               { p.l.Warn("smtp: " + fmt.Sprint(v...)) }

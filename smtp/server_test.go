@@ -1,0 +1,371 @@
+package smtp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+type env struct {
+	db   *store.DB
+	boot store.Bootstrapped
+	addr string
+	srv  *Server
+}
+
+// failingStore wraps the real store and fails ingests with an error that
+// carries internal detail, as a full disk would.
+type failingStore struct {
+	*store.DB
+	fail bool
+}
+
+func (f *failingStore) Ingest(ctx context.Context, in *store.Incoming) ([]store.Delivered, error) {
+	if f.fail {
+		return nil, fmt.Errorf("insert message: %w", errors.New("database or disk is full (/var/lib/secret.db)"))
+	}
+	return f.DB.Ingest(ctx, in)
+}
+
+func start(t *testing.T, cfg Config, wrap func(*store.DB) Store) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); db.Run(runCtx) }()
+	if cfg.Hostname == "" {
+		cfg.Hostname = "mx.test"
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = 1 << 20
+	}
+	if cfg.Accept == "" {
+		cfg.Accept = AcceptKnown
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	var st Store = db
+	if wrap != nil {
+		st = wrap(db)
+	}
+	srv := NewServer(cfg, st)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Shutdown(context.Background())
+		<-served
+		stop()
+		<-writerDone
+		db.Close()
+	})
+	return &env{db: db, boot: boot, addr: l.Addr().String(), srv: srv}
+}
+
+func dial(t *testing.T, addr string) *gosmtp.Client {
+	t.Helper()
+	c, err := gosmtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Hello("client.test"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// send runs one transaction and returns the error of the step that failed.
+func send(c *gosmtp.Client, from string, to []string, body string) error {
+	if err := c.Mail(from, nil); err != nil {
+		return err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r, nil); err != nil {
+			return err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, body); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+func smtpCode(t *testing.T, err error) (int, gosmtp.EnhancedCode, string) {
+	t.Helper()
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) {
+		t.Fatalf("want an SMTP error, got %v", err)
+	}
+	return se.Code, se.EnhancedCode, se.Message
+}
+
+func TestStoresBytesAndEnvelope(t *testing.T) {
+	e := start(t, Config{}, nil)
+	c := dial(t, e.addr)
+	body := "From: Ann <ann@example.com>\r\nTo: inbox@localhost\r\nSubject: hi\r\nMessage-ID: <b1@example.com>\r\n\r\nline one\r\n..dot-stuffed\r\n"
+	if err := send(c, "ann@example.com", []string{"INBOX@LocalHost"}, body); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+	raw, err := e.db.Raw(context.Background(), msgs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(raw), "Received: from client.test ([127.0.0.1])\r\n\tby mx.test (inboxd) with ESMTP;\r\n\t") {
+		t.Fatalf("trace header: %q", raw)
+	}
+	// go-smtp's client dot-stuffs on the wire and the server unstuffs: the
+	// stored bytes are the message as the client meant it.
+	if !strings.HasSuffix(string(raw), "\r\n"+body) {
+		t.Fatalf("stored bytes differ:\n%q\nwant suffix\n%q", raw, body)
+	}
+	env, err := e.db.Envelope(context.Background(), msgs[0].ID)
+	if err != nil || env.MailFrom != "ann@example.com" || env.Helo != "client.test" || env.RemoteIP != "127.0.0.1" ||
+		len(env.RcptTo) != 1 || env.TLS {
+		t.Fatalf("envelope: %+v %v", env, err)
+	}
+}
+
+func TestReplies(t *testing.T) {
+	fs := &failingStore{}
+	e := start(t, Config{MaxMessageBytes: 1000}, func(db *store.DB) Store { fs.DB = db; return fs })
+	c := dial(t, e.addr)
+
+	// Unknown recipient.
+	err := send(c, "a@example.com", []string{"nobody@localhost"}, "x")
+	if code, ec, _ := smtpCode(t, err); code != 550 || ec != (gosmtp.EnhancedCode{5, 1, 1}) {
+		t.Errorf("unknown recipient: %d %v", code, ec)
+	}
+	c.Reset()
+
+	// Too large, announced with SIZE.
+	err = c.Mail("a@example.com", &gosmtp.MailOptions{Size: 5000})
+	if code, ec, _ := smtpCode(t, err); code != 552 || ec != (gosmtp.EnhancedCode{5, 3, 4}) {
+		t.Errorf("SIZE too large: %d %v", code, ec)
+	}
+	c.Reset()
+
+	// Too large, discovered in DATA.
+	err = send(c, "a@example.com", []string{"inbox@localhost"}, "Subject: big\r\n\r\n"+strings.Repeat("xxxxxxxxx\r\n", 200))
+	if code, ec, _ := smtpCode(t, err); code != 552 || ec != (gosmtp.EnhancedCode{5, 3, 4}) {
+		t.Errorf("DATA too large: %d %v", code, ec)
+	}
+	c.Reset()
+
+	// A malformed body is stored, with parse_error.
+	bad := "Content-Type: multipart/mixed; boundary=\"b\"\r\nSubject: broken\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not base64!!!\r\n"
+	if err := send(c, "a@example.com", []string{"inbox@localhost"}, bad); err != nil {
+		t.Fatalf("malformed body refused: %v", err)
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(msgs) != 1 || msgs[0].ParseError == nil {
+		t.Fatalf("malformed message stored as %+v", msgs)
+	}
+
+	// Our failure: 451 4.3.0, and none of the internal text.
+	fs.fail = true
+	err = send(c, "a@example.com", []string{"inbox@localhost"}, "Subject: x\r\n\r\ny\r\n")
+	code, ec, text := smtpCode(t, err)
+	if code != 451 || ec != (gosmtp.EnhancedCode{4, 3, 0}) || strings.Contains(text, "disk") || strings.Contains(text, "secret") {
+		t.Errorf("local failure: %d %v %q", code, ec, text)
+	}
+}
+
+func TestPlusTagsAndMultipleRecipients(t *testing.T) {
+	e := start(t, Config{}, nil)
+	ctx := context.Background()
+	other, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "sales@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, e.addr)
+	err = send(c, "a@example.com", []string{"inbox+orders@localhost", "inbox@localhost", "sales@example.com"},
+		"Message-ID: <multi@x>\r\nSubject: both\r\n\r\nhello\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID)
+	theirs, _ := e.db.InboxMessages(ctx, other.ID)
+	if len(mine) != 1 || len(theirs) != 1 {
+		t.Fatalf("copies: %d in inbox, %d in sales", len(mine), len(theirs))
+	}
+	if mine[0].AddressTag == nil || *mine[0].AddressTag != "orders" {
+		t.Errorf("address_tag = %v", mine[0].AddressTag)
+	}
+}
+
+func TestAcceptPolicies(t *testing.T) {
+	e := start(t, Config{Accept: AcceptDomain, Domains: []string{"agents.test"}}, nil)
+	c := dial(t, e.addr)
+	if err := send(c, "a@example.com", []string{"new+x@agents.test"}, "Subject: hi\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	ib, err := e.db.InboxByAddress(context.Background(), "new@agents.test")
+	if err != nil {
+		t.Fatalf("inbox not created: %v", err)
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), ib.ID)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	c.Reset()
+	// Never an open relay: other domains are refused.
+	err = send(c, "a@example.com", []string{"victim@gmail.com"}, "x")
+	if code, _, _ := smtpCode(t, err); code != 550 {
+		t.Errorf("relay attempt: %d", code)
+	}
+}
+
+func TestAuthOnlyOverTLS(t *testing.T) {
+	tlsCfg, err := SelfSignedTLS("mx.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, Config{TLS: tlsCfg}, nil)
+	if ok, _ := dial(t, e.addr).Extension("AUTH"); ok {
+		t.Fatal("AUTH offered before STARTTLS")
+	}
+	c, err := gosmtp.DialStartTLS(e.addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ok, mechs := c.Extension("AUTH"); !ok || !strings.Contains(mechs, "PLAIN") || !strings.Contains(mechs, "LOGIN") {
+		t.Fatalf("AUTH after STARTTLS: %v %q", ok, mechs)
+	}
+	if err := c.Auth(sasl.NewPlainClient("", "me", "wrong")); err == nil {
+		t.Fatal("wrong key accepted")
+	}
+	if err := c.Auth(sasl.NewPlainClient("", "me", e.boot.AdminToken)); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(c, "a@example.com", []string{"inbox@localhost"}, "Subject: tls\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	env, err := e.db.Envelope(context.Background(), msgs[0].ID)
+	if err != nil || !env.TLS || env.AuthUser != e.boot.AdminKey.ID {
+		t.Fatalf("envelope: %+v %v", env, err)
+	}
+	raw, _ := e.db.Raw(context.Background(), msgs[0].ID)
+	if !strings.Contains(string(raw), "with ESMTPSA;") {
+		t.Errorf("trace header: %q", raw[:120])
+	}
+}
+
+func TestLoginMechanism(t *testing.T) {
+	e := start(t, Config{AuthInsecure: true}, nil)
+	c := dial(t, e.addr)
+	if err := c.Auth(sasl.NewLoginClient("me", e.boot.AdminToken)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuthAcceptAnyGrantsNothing(t *testing.T) {
+	e := start(t, Config{AuthInsecure: true, AuthAcceptAny: true}, nil)
+	c := dial(t, e.addr)
+	if err := c.Auth(sasl.NewPlainClient("", "app", "anything")); err != nil {
+		t.Fatal(err)
+	}
+	err := send(c, "a@example.com", []string{"someone@example.org"}, "x")
+	if code, _, _ := smtpCode(t, err); code != 550 {
+		t.Errorf("authenticated-by-anything session relayed: %d", code)
+	}
+}
+
+func TestSessionLimit(t *testing.T) {
+	e := start(t, Config{MaxSessions: 2}, nil)
+	dial(t, e.addr)
+	dial(t, e.addr)
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	greeting, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(greeting), "421 4.7.0") {
+		t.Fatalf("third session got %q", greeting)
+	}
+}
+
+// Eight clients replying into one thread at once get sequences 1..N with no
+// gap and no duplicate.
+func TestConcurrentSequences(t *testing.T) {
+	e := start(t, Config{}, nil)
+	c := dial(t, e.addr)
+	if err := send(c, "a@example.com", []string{"inbox@localhost"}, "Message-ID: <root@x>\r\nSubject: root\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	const clients, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*each)
+	for i := range clients {
+		wg.Go(func() {
+			c, err := gosmtp.Dial(e.addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			for j := range each {
+				body := fmt.Sprintf("Message-ID: <r%d.%d@x>\r\nIn-Reply-To: <root@x>\r\nSubject: re\r\n\r\n%d\r\n", i, j, j)
+				if err := send(c, "a@example.com", []string{"inbox@localhost"}, body); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	thread, err := e.db.ThreadMessages(context.Background(), msgs[0].ThreadID)
+	if err != nil || len(thread) != 1+clients*each {
+		t.Fatalf("thread holds %d (%v)", len(thread), err)
+	}
+	for i, m := range thread {
+		if m.Sequence != int64(i+1) {
+			t.Fatalf("position %d has sequence %d", i, m.Sequence)
+		}
+	}
+}
+
+// testWriter sends server logs to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }

@@ -1,0 +1,461 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/thread"
+)
+
+// Envelope is the SMTP envelope of a received message (SPEC §2).
+type Envelope struct {
+	MailFrom string
+	RcptTo   []string
+	RemoteIP string
+	Helo     string
+	TLS      bool
+	AuthUser string
+}
+
+// Target is one inbox a received message goes to.
+type Target struct {
+	// InboxID of an existing inbox; "" asks the writer to create the inbox
+	// for Address (acceptance policies domain and any).
+	InboxID string
+	Address string
+	Tag     string // the +tag of the recipient address, "" when none
+}
+
+// Incoming is one received message on its way into the store.
+type Incoming struct {
+	Raw        []byte // exactly as received
+	Trace      []byte // our Received: header, prepended to the stored raw
+	Parsed     *message.Parsed
+	Envelope   Envelope
+	Targets    []Target
+	ReceivedAt time.Time
+	Simulated  bool
+}
+
+// Delivered is the outcome of an ingest for one inbox.
+type Delivered struct {
+	InboxID   string
+	MessageID string
+	ThreadID  string
+	Sequence  int64
+	Match     thread.Match
+	// Duplicate reports an SMTP retry of a message already stored: nothing
+	// was written (SPEC §4).
+	Duplicate bool
+}
+
+// prepared is an Incoming with everything that does not need the database
+// computed before it reaches the writer.
+type prepared struct {
+	in         *Incoming
+	hash       []byte
+	own        string
+	generated  bool
+	irt, refs  []string
+	candidates []thread.Candidate
+	cols       messageColumns
+	fts        [3]string
+}
+
+type messageColumns struct {
+	from, to, cc, replyTo, irt, refs string
+}
+
+type ingestReq struct {
+	p    *prepared
+	done chan ingestResult
+}
+
+type ingestResult struct {
+	delivered []Delivered
+	err       error
+}
+
+// Ingest stores one received message in every target inbox, threaded, and
+// returns only after the transaction that holds it has committed (the
+// durability rule of SPEC §2). Parsing and preparation happen in the
+// caller's goroutine; the writer goroutine (Run) commits waiting ingests
+// together.
+func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
+	req := &ingestReq{p: prepare(in), done: make(chan ingestResult, 1)}
+	select {
+	case db.ingestQ <- req:
+	case <-db.stopped:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-req.done:
+		return res.delivered, res.err
+	case <-ctx.Done():
+		// The message may still commit; a retry is then a duplicate.
+		return nil, ctx.Err()
+	}
+}
+
+func prepare(in *Incoming) *prepared {
+	p := &prepared{in: in, hash: sha(in.Raw)}
+	m := in.Parsed
+	p.own = thread.OwnID(m.MessageID)
+	if p.own == "" {
+		// A generated id derived from the bytes, so that an SMTP retry of
+		// an id-less message is still recognised as a duplicate.
+		p.own = hex.EncodeToString(p.hash[:16]) + "@inboxd.invalid"
+		p.generated = true
+	}
+	p.irt = thread.ExtractIDs(m.InReplyTo)
+	p.refs = thread.ExtractIDs(m.References)
+	p.candidates = thread.Candidates(p.own, p.irt, p.refs)
+	p.cols = messageColumns{
+		from:    jsonOrNull(m.From),
+		to:      jsonList(m.To),
+		cc:      jsonList(m.Cc),
+		replyTo: jsonList(m.ReplyTo),
+		irt:     jsonIDs(p.irt),
+		refs:    jsonIDs(p.refs),
+	}
+	body := m.Text
+	if !m.HasText {
+		body = message.HTMLToText(m.HTML)
+	}
+	var addrs []string
+	for _, a := range append(append([]message.Address{}, m.To...), m.Cc...) {
+		addrs = append(addrs, a.Name, a.Email)
+	}
+	if m.From != nil {
+		addrs = append(addrs, m.From.Name, m.From.Email)
+	}
+	p.fts = [3]string{searchText(m.Subject), searchText(strings.Join(addrs, " ")), searchText(body)}
+	return p
+}
+
+type addressJSON struct {
+	Email string `json:"email"`
+	Name  any    `json:"name"` // null when empty
+}
+
+func toAddressJSON(a message.Address) addressJSON {
+	j := addressJSON{Email: a.Email}
+	if a.Name != "" {
+		j.Name = a.Name
+	}
+	return j
+}
+
+func jsonOrNull(a *message.Address) string {
+	if a == nil {
+		return ""
+	}
+	b, _ := json.Marshal(toAddressJSON(*a))
+	return string(b)
+}
+
+func jsonList(as []message.Address) string {
+	out := make([]addressJSON, 0, len(as))
+	for _, a := range as {
+		out = append(out, toAddressJSON(a))
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+func jsonIDs(ids []string) string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, "<"+id+">")
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// Run is the writer: it takes every ingest waiting in the queue, commits
+// them in one transaction (group commit: one fsync for many messages), and
+// only then answers them. It returns when ctx is done, after committing what
+// was already queued.
+func (db *DB) Run(ctx context.Context) error {
+	defer close(db.stopped)
+	for {
+		var first *ingestReq
+		select {
+		case first = <-db.ingestQ:
+		case <-ctx.Done():
+			// Drain: what was queued before the stop is committed.
+			for {
+				select {
+				case req := <-db.ingestQ:
+					db.commitBatch(context.WithoutCancel(ctx), db.takeBatch(req))
+				default:
+					return nil
+				}
+			}
+		}
+		db.commitBatch(context.WithoutCancel(ctx), db.takeBatch(first))
+	}
+}
+
+// maxBatchBytes bounds the raw bytes of one group commit, so a batch of
+// large messages does not hold the write lock (and memory) too long.
+const maxBatchBytes = 32 << 20
+
+func (db *DB) takeBatch(first *ingestReq) []*ingestReq {
+	batch := []*ingestReq{first}
+	size := len(first.p.in.Raw)
+	for len(batch) < db.maxBatch && size < maxBatchBytes {
+		select {
+		case req := <-db.ingestQ:
+			batch = append(batch, req)
+			size += len(req.p.in.Raw)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commitBatch stores each request under its own savepoint, so one failing
+// message does not fail the others, then commits once.
+func (db *DB) commitBatch(ctx context.Context, batch []*ingestReq) {
+	results := make([]ingestResult, len(batch))
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		for i, req := range batch {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT ingest`); err != nil {
+				return err
+			}
+			d, err := db.ingestTx(ctx, tx, req.p)
+			if err != nil {
+				results[i].err = err
+				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO ingest`); rerr != nil {
+					return rerr
+				}
+			} else {
+				results[i].delivered = d
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE ingest`); err != nil {
+				return err
+			}
+		}
+		if db.failNext != nil {
+			return db.failNext()
+		}
+		return nil
+	})
+	for i, req := range batch {
+		if err != nil {
+			results[i] = ingestResult{err: fmt.Errorf("commit ingest batch: %w", err)}
+		}
+		req.done <- results[i]
+	}
+}
+
+// ingestTx stores one message in each of its target inboxes.
+func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivered, error) {
+	var out []Delivered
+	seen := map[string]bool{}
+	for _, t := range p.in.Targets {
+		inboxID := t.InboxID
+		if inboxID == "" {
+			var err error
+			if inboxID, err = db.ensureInbox(ctx, tx, t.Address); err != nil {
+				return nil, err
+			}
+		}
+		// The same inbox named twice (or via two +tags) stores once.
+		if seen[inboxID] {
+			continue
+		}
+		seen[inboxID] = true
+		d, err := db.storeInbound(ctx, tx, p, inboxID, t.Tag)
+		if err != nil {
+			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ensureInbox returns the inbox for address, creating it in the default
+// project (acceptance policies domain and any).
+func (db *DB) ensureInbox(ctx context.Context, tx *sql.Tx, address string) (string, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM inboxes WHERE address = ?`, address).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("find inbox: %w", err)
+	}
+	var projectID string
+	if err := tx.QueryRowContext(ctx, `SELECT id FROM projects ORDER BY created_at, id LIMIT 1`).Scan(&projectID); err != nil {
+		return "", fmt.Errorf("default project: %w", err)
+	}
+	ib, err := db.insertInbox(ctx, tx, projectID, NewInbox{Address: address})
+	if err != nil {
+		return "", err
+	}
+	return ib.ID, nil
+}
+
+// txFinder answers thread.Finder questions for one inbox inside the write
+// transaction.
+type txFinder struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	inboxID string
+}
+
+func (f txFinder) Message(id string) (thread.Stored, bool, error) {
+	var s thread.Stored
+	var dir string
+	var hash []byte
+	err := f.tx.QueryRowContext(f.ctx, `SELECT m.thread_id, m.direction, m.raw_sha256
+		FROM message_ids i JOIN messages m ON m.id = i.message_id
+		WHERE i.inbox_id = ? AND i.rfc_message_id = ? ORDER BY i.rowid LIMIT 1`, f.inboxID, id).Scan(&s.ThreadID, &dir, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return thread.Stored{}, false, nil
+	}
+	if err != nil {
+		return thread.Stored{}, false, fmt.Errorf("find message id: %w", err)
+	}
+	s.Outbound = dir == "outbound"
+	if hash != nil {
+		s.Hash = hex.EncodeToString(hash)
+	}
+	return s, true, nil
+}
+
+func (f txFinder) Link(id string) (string, bool, error) {
+	var t string
+	err := f.tx.QueryRowContext(f.ctx, `SELECT thread_id FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`, f.inboxID, id).Scan(&t)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("find missing parent: %w", err)
+	}
+	return t, true, nil
+}
+
+func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) (Delivered, error) {
+	m := p.in.Parsed
+	res, err := thread.Assign(txFinder{ctx, tx, inboxID}, thread.Input{
+		OwnID: p.own, Candidates: p.candidates, Hash: hex.EncodeToString(p.hash), Inbound: true,
+	})
+	if err != nil {
+		return Delivered{}, err
+	}
+	if res.Duplicate {
+		return Delivered{InboxID: inboxID, ThreadID: res.ThreadID, Duplicate: true}, nil
+	}
+	now := p.in.ReceivedAt
+	threadID := res.ThreadID
+	if threadID == "" {
+		threadID = db.newID("thd_")
+		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
+			VALUES (?, ?, ?, ?, 'inbound', ?)`, threadID, inboxID, m.Subject, ms(now), ms(now)); err != nil {
+			return Delivered{}, fmt.Errorf("insert thread: %w", err)
+		}
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
+			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = 'inbound'
+		WHERE id = ? RETURNING last_sequence`, ms(now), m.Preview, threadID).Scan(&seq); err != nil {
+		return Delivered{}, fmt.Errorf("next sequence: %w", err)
+	}
+	id := db.newID("msg_")
+	var rowid int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
+			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
+			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at)
+		VALUES (?, ?, ?, ?, 'inbound', 'received', ?, ?, ?, ?, ?, ?, ?, '[]', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING rowid`,
+		id, inboxID, threadID, seq, p.in.Simulated, res.Echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
+		p.cols.to, p.cols.cc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(res.Match),
+		nullIfEmpty(tag), nullIfEmpty(m.ParseError), p.hash, len(p.in.Raw), ms(now)).Scan(&rowid); err != nil {
+		return Delivered{}, fmt.Errorf("insert message: %w", err)
+	}
+	raw := make([]byte, 0, len(p.in.Trace)+len(p.in.Raw))
+	raw = append(append(raw, p.in.Trace...), p.in.Raw...)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO raw_messages (message_id, data) VALUES (?, ?)`, id, raw); err != nil {
+		return Delivered{}, fmt.Errorf("insert raw: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`,
+		id, nullIf(!m.HasText, m.Text), nullIf(!m.HasHTML, m.HTML), m.ExtractedText); err != nil {
+		return Delivered{}, fmt.Errorf("insert body: %w", err)
+	}
+	for i, a := range m.Attachments {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
+				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			db.newID("att_"), id, i, nullIfEmpty(a.Filename), a.ContentType, a.Disposition, nullIfEmpty(a.ContentID),
+			len(a.Data), a.ScanStatus, a.Data); err != nil {
+			return Delivered{}, fmt.Errorf("insert attachment: %w", err)
+		}
+	}
+	env := p.in.Envelope
+	rcpts, _ := json.Marshal(nonNil(env.RcptTo))
+	if _, err := tx.ExecContext(ctx, `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
+		return Delivered{}, fmt.Errorf("insert envelope: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`,
+		inboxID, p.own, id); err != nil {
+		return Delivered{}, fmt.Errorf("insert message id: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`,
+		rowid, p.fts[0], p.fts[1], p.fts[2]); err != nil {
+		return Delivered{}, fmt.Errorf("index message: %w", err)
+	}
+	if err := recordLinks(ctx, tx, inboxID, threadID, p.own, res.Links); err != nil {
+		return Delivered{}, err
+	}
+	return Delivered{InboxID: inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: res.Match}, nil
+}
+
+// recordLinks applies SPEC §4 step 5: unresolved candidates become
+// missing-parent links (first writer wins) and the message's own id stops
+// being one.
+func recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string) error {
+	for _, l := range links {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, inboxID, l, threadID); err != nil {
+			return fmt.Errorf("record missing parent: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`, inboxID, own); err != nil {
+		return fmt.Errorf("drop missing parent: %w", err)
+	}
+	return nil
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullIf(cond bool, s string) any {
+	if cond {
+		return nil
+	}
+	return s
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Address is a stored mail address.
+type Address struct {
+	Email string  `json:"email"`
+	Name  *string `json:"name"`
+}
+
+// Message is a stored message row (without bodies and raw bytes).
+type Message struct {
+	ID, ThreadID, InboxID string
+	Sequence              int64
+	Direction, State      string
+	Simulated, Echo       bool
+	Subject, Preview      string
+	From                  *Address
+	To, Cc, Bcc, ReplyTo  []Address
+	RFCMessageID          string // with angle brackets
+	RFCMessageIDGenerated bool
+	InReplyTo, References []string
+	ThreadMatch           string
+	AddressTag            *string
+	ParseError            *string
+	CreatedAt             time.Time
+	Deleted               bool
+}
+
+const messageColumnsSQL = `id, thread_id, inbox_id, sequence, direction, state, simulated, echo, subject, preview,
+	from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
+	in_reply_to_json, references_json, thread_match, address_tag, parse_error, created_at, deleted_at IS NOT NULL`
+
+func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
+	var m Message
+	var from sql.NullString
+	var to, cc, bcc, replyTo, irt, refs string
+	var created int64
+	err := row.Scan(&m.ID, &m.ThreadID, &m.InboxID, &m.Sequence, &m.Direction, &m.State, &m.Simulated, &m.Echo,
+		&m.Subject, &m.Preview, &from, &to, &cc, &bcc, &replyTo, &m.RFCMessageID, &m.RFCMessageIDGenerated,
+		&irt, &refs, &m.ThreadMatch, &m.AddressTag, &m.ParseError, &created, &m.Deleted)
+	if err != nil {
+		return Message{}, err
+	}
+	m.RFCMessageID = "<" + m.RFCMessageID + ">"
+	m.CreatedAt = fromMS(created)
+	if from.Valid {
+		m.From = new(Address)
+		if err := json.Unmarshal([]byte(from.String), m.From); err != nil {
+			return Message{}, fmt.Errorf("message %s from: %w", m.ID, err)
+		}
+	}
+	for _, c := range []struct {
+		src string
+		dst any
+	}{{to, &m.To}, {cc, &m.Cc}, {bcc, &m.Bcc}, {replyTo, &m.ReplyTo}, {irt, &m.InReplyTo}, {refs, &m.References}} {
+		if err := json.Unmarshal([]byte(c.src), c.dst); err != nil {
+			return Message{}, fmt.Errorf("message %s columns: %w", m.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// GetMessage returns one message of an inbox.
+func (db *DB) GetMessage(ctx context.Context, inboxID, messageID string) (Message, error) {
+	m, err := scanMessage(db.r.QueryRowContext(ctx, `SELECT `+messageColumnsSQL+` FROM messages WHERE id = ? AND inbox_id = ?`,
+		messageID, inboxID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, fmt.Errorf("message %s: %w", messageID, ErrNotFound)
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("get message: %w", err)
+	}
+	return m, nil
+}
+
+// ThreadMessages returns a thread's messages in sequence order.
+func (db *DB) ThreadMessages(ctx context.Context, threadID string) ([]Message, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+messageColumnsSQL+` FROM messages WHERE thread_id = ? ORDER BY sequence, id`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("thread messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("thread messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Raw returns the stored raw message (trace header plus the bytes as received).
+func (db *DB) Raw(ctx context.Context, messageID string) ([]byte, error) {
+	var raw []byte
+	err := db.r.QueryRowContext(ctx, `SELECT data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("raw %s: %w", messageID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	return raw, nil
+}
+
+// Body is a message's parsed body.
+type Body struct {
+	Text, HTML    *string
+	ExtractedText string
+}
+
+// GetBody returns a message's parsed body.
+func (db *DB) GetBody(ctx context.Context, messageID string) (Body, error) {
+	var b Body
+	err := db.r.QueryRowContext(ctx, `SELECT text, html, extracted_text FROM bodies WHERE message_id = ?`, messageID).
+		Scan(&b.Text, &b.HTML, &b.ExtractedText)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Body{}, fmt.Errorf("body %s: %w", messageID, ErrNotFound)
+	}
+	if err != nil {
+		return Body{}, fmt.Errorf("body: %w", err)
+	}
+	return b, nil
+}
+
+// Attachment is stored attachment metadata.
+type Attachment struct {
+	ID, Filename, ContentType, Disposition, ContentID, ScanStatus string
+	Bytes                                                         int64
+}
+
+// Attachments lists a message's attachments in part order.
+func (db *DB) Attachments(ctx context.Context, messageID string) ([]Attachment, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, coalesce(filename, ''), content_type, disposition, coalesce(content_id, ''),
+		scan_status, bytes FROM attachments WHERE message_id = ? ORDER BY position`, messageID)
+	if err != nil {
+		return nil, fmt.Errorf("attachments: %w", err)
+	}
+	defer rows.Close()
+	var out []Attachment
+	for rows.Next() {
+		var a Attachment
+		if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Disposition, &a.ContentID, &a.ScanStatus, &a.Bytes); err != nil {
+			return nil, fmt.Errorf("attachments: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Envelope returns the SMTP envelope stored with a message.
+func (db *DB) Envelope(ctx context.Context, messageID string) (Envelope, error) {
+	var e Envelope
+	var rcpts string
+	var auth sql.NullString
+	err := db.r.QueryRowContext(ctx, `SELECT mail_from, rcpt_to, remote_ip, helo, tls, auth_user FROM envelopes WHERE message_id = ?`,
+		messageID).Scan(&e.MailFrom, &rcpts, &e.RemoteIP, &e.Helo, &e.TLS, &auth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Envelope{}, fmt.Errorf("envelope %s: %w", messageID, ErrNotFound)
+	}
+	if err != nil {
+		return Envelope{}, fmt.Errorf("envelope: %w", err)
+	}
+	e.AuthUser = auth.String
+	if err := json.Unmarshal([]byte(rcpts), &e.RcptTo); err != nil {
+		return Envelope{}, fmt.Errorf("envelope rcpt: %w", err)
+	}
+	return e, nil
+}
+
+// InboxMessages returns an inbox's messages, newest first (tests and
+// tools; the API pages with cursors).
+func (db *DB) InboxMessages(ctx context.Context, inboxID string) ([]Message, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+messageColumnsSQL+` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL
+		ORDER BY created_at DESC, id DESC`, inboxID)
+	if err != nil {
+		return nil, fmt.Errorf("inbox messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("inbox messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,224 @@
+// Package store is the only package that speaks SQL. It owns the schema and
+// its migrations, the single writer connection and the read-only pool, the
+// ingest transaction with its group-commit writer, and every query the
+// transports need.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrNotFound is returned when a row does not exist (or is outside the
+// caller's grant; the store does not distinguish the two).
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a unique row already exists.
+var ErrConflict = errors.New("already exists")
+
+// ErrClosed is returned by Ingest once the writer has stopped.
+var ErrClosed = errors.New("store: writer stopped")
+
+// Options configure Open.
+type Options struct {
+	// Path of the SQLite file; created when missing.
+	Path string
+	// NoFsync trades power-loss durability for speed (synchronous=NORMAL):
+	// a crash of the process still loses nothing, a power cut may.
+	NoFsync bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Rand is the source of randomness for ids and secrets; crypto/rand when nil.
+	Rand io.Reader
+	// ReadConns is the size of the read-only pool (default 4).
+	ReadConns int
+	// MaxBatch caps how many ingests one group commit takes (default 128).
+	MaxBatch int
+	// Logger; slog.Default when nil.
+	Logger *slog.Logger
+}
+
+// DB is an open inboxd database.
+type DB struct {
+	w, r   *sql.DB
+	now    func() time.Time
+	log    *slog.Logger
+	randMu sync.Mutex
+	rand   io.Reader
+
+	maxBatch int
+	ingestQ  chan *ingestReq
+	stopped  chan struct{} // closed when the writer's Run returns
+	// failNext lets tests force the next batch commit to fail (the 451 path).
+	failNext func() error
+}
+
+// Open opens (creating if needed) the database at opts.Path and brings its
+// schema up to date.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 128
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	sync := "FULL"
+	if opts.NoFsync {
+		sync = "NORMAL"
+	}
+	path, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	base := (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
+	w, err := sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+sync+")&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open writer: %w", err)
+	}
+	// One writer connection: SQLite has one writer anyway, and holding it in
+	// one place makes "immediate" transactions queue in Go, not in busy loops.
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	db := &DB{
+		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
+		maxBatch: opts.MaxBatch,
+		ingestQ:  make(chan *ingestReq, 256),
+		stopped:  make(chan struct{}),
+	}
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open readers: %w", err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	db.r = r
+	return db, nil
+}
+
+// Close closes both pools. Stop the writer (cancel Run's context and wait)
+// first so that nothing acknowledged is still queued.
+func (db *DB) Close() error {
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+// migrate applies the embedded migrations newer than PRAGMA user_version,
+// each in its own transaction together with the version bump.
+func (db *DB) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	sort.Strings(names)
+	var current int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	for _, name := range names {
+		n, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", name)
+		}
+		if n <= current {
+			continue
+		}
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("read migration %s: %w", name, err)
+		}
+		err = db.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("apply migration %s: %w", name, err)
+		}
+		current = n
+	}
+	return nil
+}
+
+// tx runs fn in a write transaction on the writer connection.
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// isConstraint reports whether err is a SQLite UNIQUE/PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// Now returns the store's clock reading.
+func (db *DB) Now() time.Time { return db.now() }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// SchemaVersion returns PRAGMA user_version.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// Ping checks that both pools answer (readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.r.PingContext(ctx); err != nil {
+		return err
+	}
+	return db.w.PingContext(ctx)
+}

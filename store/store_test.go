@@ -1,0 +1,285 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// openTest opens a store in a temp dir with its writer running; both stop
+// when the test ends.
+func openTest(t testing.TB) (*DB, Bootstrapped) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, created, err := db.Bootstrap(ctx)
+	if err != nil || !created {
+		t.Fatalf("bootstrap: %v %v", created, err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		db.Close()
+	})
+	return db, b
+}
+
+func incoming(inboxID, raw string) *Incoming {
+	return &Incoming{
+		Raw: []byte(raw), Trace: []byte("Received: test\r\n"), Parsed: message.Parse([]byte(raw)),
+		Envelope: Envelope{MailFrom: "a@example.com", RcptTo: []string{"inbox@localhost"}, RemoteIP: "127.0.0.1", Helo: "test"},
+		Targets:  []Target{{InboxID: inboxID}}, ReceivedAt: time.Now(),
+	}
+}
+
+func TestSchemaGolden(t *testing.T) {
+	db, _ := openTest(t)
+	rows, err := db.r.Query(`SELECT type, name, coalesce(sql, '') FROM sqlite_master
+		WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE 'messages_fts_%' ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	v, err := db.SchemaVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "-- user_version = %d\n", v)
+	for rows.Next() {
+		var typ, name, sql string
+		if err := rows.Scan(&typ, &name, &sql); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "\n-- %s %s\n%s;\n", typ, name, sql)
+	}
+	golden := filepath.Join("testdata", "schema.sql")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("schema changed; review and run go test ./store -run TestSchemaGolden -update\n%s", b.String())
+	}
+}
+
+func TestReopenKeepsDataAndVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := db.Bootstrap(ctx); err != nil || !created {
+		t.Fatal(created, err)
+	}
+	db.Close()
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, created, err := db.Bootstrap(ctx); err != nil || created {
+		t.Fatalf("second bootstrap created=%v err=%v", created, err)
+	}
+	v, err := db.SchemaVersion(ctx)
+	if err != nil || v < 1 {
+		t.Fatalf("version %d %v", v, err)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	k, err := db.KeyByToken(ctx, b.AdminToken)
+	if err != nil || k.ID != b.AdminKey.ID || len(k.Scopes) != len(AllScopes()) {
+		t.Fatalf("admin key: %+v %v", k, err)
+	}
+	if _, err := db.KeyByToken(ctx, b.AdminToken+"x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("wrong token: %v", err)
+	}
+	k2, tok, err := db.CreateKey(ctx, b.ProjectID, "agent", []string{"messages:read"}, []string{b.Inbox.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.KeyByToken(ctx, tok)
+	if err != nil || got.ID != k2.ID || len(got.InboxIDs) != 1 || got.Has("messages:send") {
+		t.Fatalf("restricted key: %+v %v", got, err)
+	}
+	if _, _, err := db.CreateKey(ctx, b.ProjectID, "bad", []string{"root"}, nil); err == nil {
+		t.Fatal("unknown scope accepted")
+	}
+	if _, _, err := db.CreateKey(ctx, b.ProjectID, "bad", []string{"messages:read"}, []string{"ibx_nope"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("foreign inbox: %v", err)
+	}
+	if err := db.RevokeKey(ctx, b.ProjectID, k2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.KeyByToken(ctx, tok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoked key still works: %v", err)
+	}
+	// Only the hash is stored.
+	var n int
+	if err := db.r.QueryRow(`SELECT count(*) FROM api_keys WHERE instr(CAST(token_hash AS TEXT), ?) > 0 OR token_prefix = ?`, tok, tok).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("token stored in clear: %d %v", n, err)
+	}
+}
+
+func TestInboxes(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	if _, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "INBOX@localhost"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate address (case-insensitive): %v", err)
+	}
+	ib, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "Sales@Example.com", Environment: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.InboxByAddress(ctx, "sales@EXAMPLE.com")
+	if err != nil || got.ID != ib.ID || got.Environment != "test" {
+		t.Fatalf("lookup: %+v %v", got, err)
+	}
+	if _, err := db.Ingest(ctx, incoming(ib.ID, "Subject: x\r\n\r\nhello\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, ib.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"messages", "threads", "raw_messages", "bodies", "message_ids"} {
+		var n int
+		if err := db.r.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s after inbox delete: %d rows (%v)", table, n, err)
+		}
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, ib.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestIngestStoresEverything(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	raw := "From: Ann <ann@example.com>\r\nTo: inbox@localhost\r\nMessage-ID: <p1@example.com>\r\nSubject: Plan\r\n\r\nLet's meet.\r\n"
+	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+	if err != nil || len(d) != 1 || d[0].Sequence != 1 || d[0].Match != "new" {
+		t.Fatalf("ingest: %+v %v", d, err)
+	}
+	gotRaw, err := db.Raw(ctx, d[0].MessageID)
+	if err != nil || string(gotRaw) != "Received: test\r\n"+raw {
+		t.Fatalf("raw = %q, %v", gotRaw, err)
+	}
+	m, err := db.GetMessage(ctx, b.Inbox.ID, d[0].MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RFCMessageID != "<p1@example.com>" || m.From == nil || m.From.Email != "ann@example.com" || m.Subject != "Plan" || m.Preview != "Let's meet." {
+		t.Fatalf("message: %+v", m)
+	}
+	reply := "From: Bob <bob@example.com>\r\nMessage-ID: <r1@example.com>\r\nIn-Reply-To: <p1@example.com>\r\nSubject: Other subject\r\n\r\nYes.\r\n"
+	d2, err := db.Ingest(ctx, incoming(b.Inbox.ID, reply))
+	if err != nil || d2[0].ThreadID != d[0].ThreadID || d2[0].Sequence != 2 || d2[0].Match != "in_reply_to" {
+		t.Fatalf("reply: %+v %v", d2, err)
+	}
+	// An SMTP retry of the same bytes is a duplicate: nothing stored.
+	d3, err := db.Ingest(ctx, incoming(b.Inbox.ID, reply))
+	if err != nil || !d3[0].Duplicate {
+		t.Fatalf("retry: %+v %v", d3, err)
+	}
+	msgs, err := db.ThreadMessages(ctx, d[0].ThreadID)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("thread has %d messages (%v)", len(msgs), err)
+	}
+}
+
+func TestIngestWithoutMessageIDIsStillDeduplicated(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	raw := "Subject: no id\r\n\r\nbody\r\n"
+	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.GetMessage(ctx, b.Inbox.ID, d[0].MessageID)
+	if err != nil || !m.RFCMessageIDGenerated || !strings.HasSuffix(m.RFCMessageID, "@inboxd.invalid>") {
+		t.Fatalf("generated id: %+v %v", m, err)
+	}
+	d2, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+	if err != nil || !d2[0].Duplicate {
+		t.Fatalf("retry of id-less message: %+v %v", d2, err)
+	}
+}
+
+// One bad message in a group commit fails alone; its batch-mates commit.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <g%d@x>\r\nSubject: %d\r\n\r\nx\r\n", i, i))
+			if i%10 == 0 {
+				in.Targets = []Target{{InboxID: "ibx_missing"}} // violates the foreign key
+			}
+			_, errs[i] = db.Ingest(ctx, in)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Errorf("message %d: err = %v", i, err)
+		}
+	}
+	msgs, err := db.InboxMessages(ctx, b.Inbox.ID)
+	if err != nil || len(msgs) != n-n/10 {
+		t.Fatalf("stored %d, want %d (%v)", len(msgs), n-n/10, err)
+	}
+}
+
+func TestForcedCommitFailureFailsTheBatch(t *testing.T) {
+	db, b := openTest(t)
+	db.failNext = func() error { return errors.New("disk I/O error") }
+	_, err := db.Ingest(context.Background(), incoming(b.Inbox.ID, "Subject: x\r\n\r\ny\r\n"))
+	if err == nil {
+		t.Fatal("ingest succeeded despite failed commit")
+	}
+	msgs, _ := db.InboxMessages(context.Background(), b.Inbox.ID)
+	if len(msgs) != 0 {
+		t.Fatalf("%d messages stored after a failed commit", len(msgs))
+	}
+}
+
+func TestSearchText(t *testing.T) {
+	for in, want := range map[string]string{
+		"hello world":  "hello world",
+		"東京で会議":        " 東 京 で 会 議",
+		"meet in 東京 ok": "meet in  東 京  ok",
+	} {
+		if got := searchText(in); got != want {
+			t.Errorf("searchText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

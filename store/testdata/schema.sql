@@ -1,0 +1,166 @@
+-- user_version = 1
+
+-- index attachments_message
+CREATE INDEX attachments_message ON attachments(message_id, position);
+
+-- index inboxes_project
+CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
+
+-- index message_ids_lookup
+CREATE INDEX message_ids_lookup ON message_ids(inbox_id, rfc_message_id);
+
+-- index message_ids_message
+CREATE INDEX message_ids_message ON message_ids(message_id);
+
+-- index messages_inbox_recent
+CREATE INDEX messages_inbox_recent ON messages(inbox_id, created_at DESC, id DESC);
+
+-- index missing_parents_thread
+CREATE INDEX missing_parents_thread ON missing_parents(thread_id);
+
+-- index threads_inbox_recent
+CREATE INDEX threads_inbox_recent ON threads(inbox_id, last_message_at DESC, id DESC);
+
+-- table api_keys
+CREATE TABLE api_keys (
+	id           TEXT PRIMARY KEY,
+	project_id   TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	name         TEXT NOT NULL,
+	token_hash   BLOB NOT NULL UNIQUE, -- SHA-256 of the token; the token itself is never stored
+	token_prefix TEXT NOT NULL,
+	scopes       TEXT NOT NULL,        -- space-separated
+	inbox_ids    TEXT,                 -- JSON list; NULL = every inbox of the project
+	created_at   INTEGER NOT NULL,
+	last_used_at INTEGER,
+	revoked_at   INTEGER
+) STRICT;
+
+-- table attachments
+CREATE TABLE attachments (
+	id           TEXT PRIMARY KEY,
+	message_id   TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	position     INTEGER NOT NULL,
+	filename     TEXT,
+	content_type TEXT NOT NULL,
+	disposition  TEXT NOT NULL,
+	content_id   TEXT,
+	bytes        INTEGER NOT NULL,
+	scan_status  TEXT NOT NULL,
+	data         BLOB NOT NULL
+) STRICT;
+
+-- table bodies
+CREATE TABLE bodies (
+	message_id     TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+	text           TEXT,
+	html           TEXT,
+	extracted_text TEXT
+) STRICT;
+
+-- table envelopes
+CREATE TABLE envelopes (
+	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+	mail_from  TEXT NOT NULL,
+	rcpt_to    TEXT NOT NULL, -- JSON list
+	remote_ip  TEXT NOT NULL,
+	helo       TEXT NOT NULL,
+	tls        INTEGER NOT NULL,
+	auth_user  TEXT
+) STRICT;
+
+-- table inboxes
+CREATE TABLE inboxes (
+	id              TEXT PRIMARY KEY,
+	project_id      TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	address         TEXT NOT NULL UNIQUE COLLATE NOCASE,
+	display_name    TEXT NOT NULL DEFAULT '',
+	environment     TEXT NOT NULL DEFAULT 'live' CHECK (environment IN ('live', 'test')),
+	send_policy     TEXT NOT NULL DEFAULT 'allow' CHECK (send_policy IN ('allow', 'approve_all', 'approve_external')),
+	allowed_domains TEXT NOT NULL DEFAULT '[]', -- JSON list
+	created_at      INTEGER NOT NULL
+) STRICT;
+
+-- table message_ids
+CREATE TABLE message_ids (
+	inbox_id       TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	rfc_message_id TEXT NOT NULL,
+	message_id     TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE
+) STRICT;
+
+-- table messages
+CREATE TABLE messages (
+	id                       TEXT PRIMARY KEY,
+	inbox_id                 TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	thread_id                TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+	sequence                 INTEGER NOT NULL,
+	direction                TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+	state                    TEXT NOT NULL,
+	simulated                INTEGER NOT NULL DEFAULT 0,
+	echo                     INTEGER NOT NULL DEFAULT 0,
+	subject                  TEXT NOT NULL,
+	preview                  TEXT NOT NULL,
+	from_json                TEXT,          -- {"email","name"} or NULL
+	to_json                  TEXT NOT NULL, -- [{"email","name"}]
+	cc_json                  TEXT NOT NULL,
+	bcc_json                 TEXT NOT NULL,
+	reply_to_json            TEXT NOT NULL,
+	rfc_message_id           TEXT NOT NULL, -- without angle brackets
+	rfc_message_id_generated INTEGER NOT NULL DEFAULT 0,
+	in_reply_to_json         TEXT NOT NULL, -- every extracted token, header order
+	references_json          TEXT NOT NULL,
+	thread_match             TEXT NOT NULL,
+	address_tag              TEXT,
+	parse_error              TEXT,
+	raw_sha256               BLOB,          -- of the bytes as received, for duplicate detection
+	raw_size                 INTEGER NOT NULL,
+	created_at               INTEGER NOT NULL,
+	deleted_at               INTEGER,
+	UNIQUE (thread_id, sequence)
+) STRICT;
+
+-- table messages_fts
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+	subject, addresses, body,
+	content = '', contentless_delete = 1,
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+
+-- table missing_parents
+CREATE TABLE missing_parents (
+	inbox_id       TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	rfc_message_id TEXT NOT NULL,
+	thread_id      TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+	PRIMARY KEY (inbox_id, rfc_message_id)
+) STRICT, WITHOUT ROWID;
+
+-- table projects
+CREATE TABLE projects (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+
+-- table raw_messages
+CREATE TABLE raw_messages (
+	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+	data       BLOB NOT NULL
+) STRICT;
+
+-- table settings
+CREATE TABLE settings (
+	key   TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+) STRICT;
+
+-- table threads
+CREATE TABLE threads (
+	id                     TEXT PRIMARY KEY,
+	inbox_id               TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	subject                TEXT NOT NULL,
+	preview                TEXT NOT NULL DEFAULT '',
+	message_count          INTEGER NOT NULL DEFAULT 0,
+	last_sequence          INTEGER NOT NULL DEFAULT 0,
+	last_message_at        INTEGER NOT NULL,
+	last_message_direction TEXT NOT NULL,
+	created_at             INTEGER NOT NULL
+) STRICT;
