@@ -274,8 +274,8 @@ func TestForcedCommitFailureFailsTheBatch(t *testing.T) {
 
 func TestSearchText(t *testing.T) {
 	for in, want := range map[string]string{
-		"hello world":  "hello world",
-		"東京で会議":        " 東 京 で 会 議",
+		"hello world":   "hello world",
+		"東京で会議":         " 東 京 で 会 議",
 		"meet in 東京 ok": "meet in  東 京  ok",
 	} {
 		if got := searchText(in); got != want {
