@@ -41,7 +41,7 @@ func (f *failingStore) Ingest(ctx context.Context, in *store.Incoming) ([]store.
 	return f.DB.Ingest(ctx, in)
 }
 
-func start(t *testing.T, cfg Config, wrap func(*store.DB) Store) *env {
+func start(t testing.TB, cfg Config, wrap func(*store.DB) Store) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
@@ -64,7 +64,9 @@ func start(t *testing.T, cfg Config, wrap func(*store.DB) Store) *env {
 	if cfg.Accept == "" {
 		cfg.Accept = AcceptKnown
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
 	var st Store = db
 	if wrap != nil {
 		st = wrap(db)
@@ -366,7 +368,7 @@ func TestConcurrentSequences(t *testing.T) {
 }
 
 // testWriter sends server logs to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
