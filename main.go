@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/inboxd/inboxd/api"
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/store"
@@ -123,11 +126,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	deferredWait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "inboxd_deferred_wait_seconds",
+		Help:    "How long inbound messages waited in the deferred parent lookup before they were stored.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900},
+	})
+	reg.MustRegister(deferredWait)
+	db, err := store.Open(ctx, store.Options{
+		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
+		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
+	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "inboxd_deferred_messages",
+		Help: "Inbound messages waiting in the deferred parent lookup.",
+	}, func() float64 {
+		n, _, err := db.DeferredCount(context.Background())
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
 
 	boot, created, err := db.Bootstrap(ctx)
 	if err != nil {
@@ -179,7 +204,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Domains:         c.Domains,
 		Logger:          log,
 	}, db)
-	httpSrv := &http.Server{Handler: api.New(db, log), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: api.New(db, log, reg), ReadHeaderTimeout: 10 * time.Second}
 
 	// The writer outlives the transports: it stops only after SMTP has
 	// answered every transaction in flight.

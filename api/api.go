@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Store is what the HTTP side needs from the database.
@@ -17,9 +19,10 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// New returns the HTTP handler.
-func New(st Store, log *slog.Logger) http.Handler {
+// New returns the HTTP handler. metrics is served at /metrics.
+func New(st Store, log *slog.Logger, metrics prometheus.Gatherer) http.Handler {
 	r := chi.NewRouter()
+	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -54,6 +54,9 @@ type Delivered struct {
 	// Duplicate reports an SMTP retry of a message already stored: nothing
 	// was written (SPEC §4).
 	Duplicate bool
+	// Deferred reports a message kept for the deferred parent lookup; it
+	// has no message, thread or sequence yet (SPEC §4).
+	Deferred bool
 }
 
 // prepared is an Incoming with everything that does not need the database
@@ -185,11 +188,25 @@ func jsonIDs(ids []string) string {
 // them in one transaction (group commit: one fsync for many messages), and
 // only then answers them. It returns when ctx is done, after committing what
 // was already queued.
+//
+// It also retries deferred messages: once at start (a restart resumes
+// them) and then periodically.
 func (db *DB) Run(ctx context.Context) error {
 	defer close(db.stopped)
+	resolve := func() {
+		if _, err := db.ResolveDeferred(context.WithoutCancel(ctx), ""); err != nil {
+			db.log.Error("resolve deferred messages", "err", err)
+		}
+	}
+	resolve()
+	tick := time.NewTicker(resolveInterval)
+	defer tick.Stop()
 	for {
 		var first *ingestReq
 		select {
+		case <-tick.C:
+			resolve()
+			continue
 		case first = <-db.ingestQ:
 		case <-ctx.Done():
 			// Drain: what was queued before the stop is committed.
@@ -277,9 +294,22 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			continue
 		}
 		seen[inboxID] = true
-		d, err := db.storeInbound(ctx, tx, p, inboxID, t.Tag)
+		dup, err := isDeferredDuplicate(ctx, tx, inboxID, p.hash)
+		if err != nil {
+			return nil, err
+		}
+		if dup {
+			out = append(out, Delivered{InboxID: inboxID, Duplicate: true})
+			continue
+		}
+		d, err := db.storeInbound(ctx, tx, p, inboxID, t.Tag, true)
 		if err != nil {
 			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
+		}
+		if d.Deferred {
+			if err := deferMessage(ctx, tx, p, inboxID, t.Tag); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, d)
 	}
@@ -348,7 +378,10 @@ func (f txFinder) Link(id string) (string, bool, error) {
 	return t, true, nil
 }
 
-func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) (Delivered, error) {
+// storeInbound threads and stores one inbound message in one inbox. When
+// mayDefer is set and the deferred parent lookup applies, it writes nothing
+// and returns Deferred.
+func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string, mayDefer bool) (Delivered, error) {
 	m := p.in.Parsed
 	res, err := thread.Assign(txFinder{ctx, tx, inboxID}, thread.Input{
 		OwnID: p.own, Candidates: p.candidates, Hash: hex.EncodeToString(p.hash), Inbound: true,
@@ -358,6 +391,15 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	}
 	if res.Duplicate {
 		return Delivered{InboxID: inboxID, ThreadID: res.ThreadID, Duplicate: true}, nil
+	}
+	if mayDefer && res.Unresolved {
+		pending, err := db.hasUnconfirmedOutbound(ctx, tx, inboxID)
+		if err != nil {
+			return Delivered{}, err
+		}
+		if pending {
+			return Delivered{InboxID: inboxID, Deferred: true}, nil
+		}
 	}
 	now := p.in.ReceivedAt
 	threadID := res.ThreadID

@@ -56,6 +56,9 @@ type Options struct {
 	MaxBatch int
 	// Logger; slog.Default when nil.
 	Logger *slog.Logger
+	// OnDeferredStored, when set, is told how long each deferred message
+	// waited before it was stored (for a metric).
+	OnDeferredStored func(waited time.Duration)
 }
 
 // DB is an open inboxd database.
@@ -66,9 +69,10 @@ type DB struct {
 	randMu sync.Mutex
 	rand   io.Reader
 
-	maxBatch int
-	ingestQ  chan *ingestReq
-	stopped  chan struct{} // closed when the writer's Run returns
+	maxBatch         int
+	ingestQ          chan *ingestReq
+	stopped          chan struct{} // closed when the writer's Run returns
+	onDeferredStored func(time.Duration)
 	// failNext lets tests force the next batch commit to fail (the 451 path).
 	failNext func() error
 }
@@ -112,9 +116,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{
 		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
-		maxBatch: opts.MaxBatch,
-		ingestQ:  make(chan *ingestReq, 256),
-		stopped:  make(chan struct{}),
+		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
+		ingestQ: make(chan *ingestReq, 256),
+		stopped: make(chan struct{}),
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()

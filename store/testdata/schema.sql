@@ -1,7 +1,10 @@
--- user_version = 1
+-- user_version = 2
 
 -- index attachments_message
 CREATE INDEX attachments_message ON attachments(message_id, position);
+
+-- index deferred_messages_inbox
+CREATE INDEX deferred_messages_inbox ON deferred_messages(inbox_id, raw_sha256);
 
 -- index inboxes_project
 CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
@@ -14,6 +17,10 @@ CREATE INDEX message_ids_message ON message_ids(message_id);
 
 -- index messages_inbox_recent
 CREATE INDEX messages_inbox_recent ON messages(inbox_id, created_at DESC, id DESC);
+
+-- index messages_unconfirmed
+CREATE INDEX messages_unconfirmed ON messages(inbox_id, created_at)
+	WHERE direction = 'outbound' AND message_id_confirmed = 0;
 
 -- index missing_parents_thread
 CREATE INDEX missing_parents_thread ON missing_parents(thread_id);
@@ -55,6 +62,19 @@ CREATE TABLE bodies (
 	text           TEXT,
 	html           TEXT,
 	extracted_text TEXT
+) STRICT;
+
+-- table deferred_messages
+CREATE TABLE deferred_messages (
+	id          INTEGER PRIMARY KEY,
+	inbox_id    TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	address_tag TEXT,
+	raw_sha256  BLOB NOT NULL,
+	raw         BLOB NOT NULL,
+	trace       BLOB NOT NULL,
+	envelope    TEXT NOT NULL, -- JSON of the SMTP envelope
+	simulated   INTEGER NOT NULL,
+	received_at INTEGER NOT NULL
 ) STRICT;
 
 -- table envelopes
@@ -114,7 +134,7 @@ CREATE TABLE messages (
 	raw_sha256               BLOB,          -- of the bytes as received, for duplicate detection
 	raw_size                 INTEGER NOT NULL,
 	created_at               INTEGER NOT NULL,
-	deleted_at               INTEGER,
+	deleted_at               INTEGER, message_id_confirmed INTEGER NOT NULL DEFAULT 1,
 	UNIQUE (thread_id, sequence)
 ) STRICT;
 

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+// fakeClock is the injectable clock: tests move time, nothing sleeps.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// openAt opens (or reopens) the store at path with a fake clock and starts
+// its writer; stop stops the writer and closes the database.
+func openAt(t *testing.T, path string, clock *fakeClock) (db *DB, stop func()) {
+	t.Helper()
+	db, err := Open(context.Background(), Options{Path: path, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done; db.Close() }) }
+	t.Cleanup(stop)
+	return db, stop
+}
+
+func receivedAt(inboxID, raw string, at time.Time) *Incoming {
+	in := incoming(inboxID, raw)
+	in.ReceivedAt = at
+	return in
+}
+
+const deferredReply = "Message-ID: <reply@supplier.example>\r\nIn-Reply-To: <ses-rewritten-1@email.amazonses.com>\r\n" +
+	"Subject: Re: quote\r\n\r\nHere is the quote.\r\n"
+
+func TestDeferredLookup(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, _ := openAt(t, path, clock)
+	ctx := context.Background()
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := b.Inbox.ID
+
+	// No unconfirmed send: an unresolved reply is stored at once.
+	d, err := db.Ingest(ctx, receivedAt(inbox, "Message-ID: <x@y>\r\nIn-Reply-To: <unknown@y>\r\nSubject: s\r\n\r\nb\r\n", clock.Now()))
+	if err != nil || d[0].Deferred || d[0].Match != "new" {
+		t.Fatalf("without pending send: %+v %v", d, err)
+	}
+
+	out, err := db.StoreOutbound(ctx, Outgoing{InboxID: inbox, RFCMessageID: "local-1@localhost", Subject: "quote",
+		To: []message.Address{{Email: "sales@supplier.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reply to the id the relay will assign arrives before the relay's 250.
+	d, err = db.Ingest(ctx, receivedAt(inbox, deferredReply, clock.Now()))
+	if err != nil || !d[0].Deferred {
+		t.Fatalf("reply was not deferred: %+v %v", d, err)
+	}
+	if n, _, _ := db.DeferredCount(ctx); n != 1 {
+		t.Fatalf("deferred count %d", n)
+	}
+	// A retry of the deferred message is a duplicate, not a second copy.
+	d, err = db.Ingest(ctx, receivedAt(inbox, deferredReply, clock.Now()))
+	if err != nil || !d[0].Duplicate {
+		t.Fatalf("retry of deferred: %+v %v", d, err)
+	}
+	// Unrelated mail keeps flowing.
+	if _, err := db.Ingest(ctx, receivedAt(inbox, "Message-ID: <other@y>\r\nSubject: s\r\n\r\nb\r\n", clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+
+	// Confirming the rewritten id threads it at once.
+	clock.Advance(3 * time.Minute)
+	stored, err := db.ConfirmMessageID(ctx, out.MessageID, "ses-rewritten-1@email.amazonses.com")
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("confirm: %+v %v", stored, err)
+	}
+	if stored[0].ThreadID != out.ThreadID || stored[0].Match != "in_reply_to" || stored[0].Sequence != 2 {
+		t.Fatalf("deferred reply stored as %+v, want thread %s seq 2", stored[0], out.ThreadID)
+	}
+	m, err := db.GetMessage(ctx, inbox, stored[0].MessageID)
+	if err != nil || !m.CreatedAt.Equal(clock.Now().Add(-3*time.Minute).Truncate(time.Millisecond)) {
+		t.Fatalf("created_at is the receive time: %v %v", m.CreatedAt, err)
+	}
+	if n, _, _ := db.DeferredCount(ctx); n != 0 {
+		t.Fatalf("deferred count %d after confirm", n)
+	}
+}
+
+func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, stop := openAt(t, path, clock)
+	ctx := context.Background()
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.StoreOutbound(ctx, Outgoing{InboxID: b.Inbox.ID, RFCMessageID: "local-2@localhost", Subject: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	received := clock.Now()
+	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, received))
+	if err != nil || !d[0].Deferred {
+		t.Fatalf("not deferred: %+v %v", d, err)
+	}
+
+	// Restart in the middle: the deferred message is still there.
+	stop()
+	clock.Advance(DeferWindow - time.Millisecond)
+	db, _ = openAt(t, path, clock)
+	if stored, err := db.ResolveDeferred(ctx, ""); err != nil || len(stored) != 0 {
+		t.Fatalf("stored before ten minutes: %+v %v", stored, err)
+	}
+	if n, oldest, _ := db.DeferredCount(ctx); n != 1 || !oldest.Equal(received) {
+		t.Fatalf("after restart: %d deferred, oldest %v", n, oldest)
+	}
+
+	clock.Advance(time.Millisecond)
+	stored, err := db.ResolveDeferred(ctx, "")
+	if err != nil || len(stored) != 1 || stored[0].Match != "new" || stored[0].Sequence != 1 {
+		t.Fatalf("at ten minutes: %+v %v", stored, err)
+	}
+	msgs, _ := db.InboxMessages(ctx, b.Inbox.ID)
+	if len(msgs) != 2 { // the outbound and the reply
+		t.Fatalf("%d messages", len(msgs))
+	}
+}
+
+func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	db, _ := openAt(t, filepath.Join(t.TempDir(), "inboxd.db"), clock)
+	ctx := context.Background()
+	b, _, _ := db.Bootstrap(ctx)
+	if _, err := db.StoreOutbound(ctx, Outgoing{InboxID: b.Inbox.ID, RFCMessageID: "old@localhost", Subject: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(DeferWindow)
+	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, clock.Now()))
+	if err != nil || d[0].Deferred {
+		t.Fatalf("deferred by a send older than the window: %+v %v", d, err)
+	}
+}
