@@ -24,7 +24,7 @@ var allowedDeps = map[string][]string{
 	"api":      {"message", "thread", "store"},
 	"mcp":      {"message", "thread", "store", "api"},
 	"web":      {},
-	"corpus":   {},
+	"corpus":   {"message", "thread"},
 }
 
 func TestImportDirection(t *testing.T) {

@@ -1,7 +1,6 @@
 package thread
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,8 +61,8 @@ func TestCandidatesOrder(t *testing.T) {
 	}
 }
 
-// memFinder is an inbox held in maps: the rules' reference model. The store
-// runs the same table against SQLite.
+// memFinder is an inbox held in maps, for rules the shared model does not
+// cover (outbound messages).
 type memFinder struct {
 	msgs  map[string]Stored
 	links map[string]string
@@ -71,107 +70,6 @@ type memFinder struct {
 
 func (f *memFinder) Message(id string) (Stored, bool, error) { s, ok := f.msgs[id]; return s, ok, nil }
 func (f *memFinder) Link(id string) (string, bool, error)    { t, ok := f.links[id]; return t, ok, nil }
-
-// deliver stores a message in the memFinder the way the store does, and
-// returns its thread and match.
-func (f *memFinder) deliver(t *testing.T, n *int, own string, irt, refs []string) (string, Match) {
-	t.Helper()
-	res, err := Assign(f, Input{OwnID: own, Candidates: Candidates(own, irt, refs), Hash: own, Inbound: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Duplicate {
-		return res.ThreadID, "duplicate"
-	}
-	if res.ThreadID == "" {
-		*n++
-		res.ThreadID = fmt.Sprintf("T%d", *n)
-	}
-	if _, ok := f.msgs[own]; !ok {
-		f.msgs[own] = Stored{ThreadID: res.ThreadID, Hash: own}
-	}
-	for _, l := range res.Links {
-		if _, ok := f.links[l]; !ok {
-			f.links[l] = res.ThreadID
-		}
-	}
-	delete(f.links, own)
-	return res.ThreadID, res.Match
-}
-
-func TestAssignRules(t *testing.T) {
-	type msg struct {
-		own       string
-		irt, refs string // space-separated ids
-		thread    string // expected thread label, "T1".. in creation order
-		match     Match
-	}
-	split := func(s string) []string { return strings.Fields(s) }
-	long := make([]string, 1000)
-	for i := range long {
-		long[i] = fmt.Sprintf("r%d@x", i)
-	}
-	tests := []struct {
-		name string
-		msgs []msg
-	}{
-		{"reply joins parent", []msg{
-			{"a@x", "", "", "T1", MatchNew},
-			{"b@x", "a@x", "a@x", "T1", MatchInReplyTo},
-			{"c@x", "", "a@x b@x", "T1", MatchReferences},
-		}},
-		{"in-reply-to wins over conflicting references", []msg{
-			{"a@x", "", "", "T1", MatchNew},
-			{"b@x", "", "", "T2", MatchNew},
-			{"c@x", "a@x", "b@x", "T1", MatchInReplyTo},
-		}},
-		{"references newest first", []msg{
-			{"a@x", "", "", "T1", MatchNew},
-			{"b@x", "", "", "T2", MatchNew},
-			{"c@x", "", "a@x b@x", "T2", MatchReferences},
-		}},
-		{"parent arrives after reply", []msg{
-			{"b@x", "a@x", "a@x", "T1", MatchNew},
-			{"a@x", "", "", "T1", MatchMissingParent},
-			{"c@x", "", "", "T2", MatchNew},
-		}},
-		{"two replies to an unseen message", []msg{
-			{"b@x", "a@x", "", "T1", MatchNew},
-			{"c@x", "a@x", "", "T1", MatchMissingParent},
-		}},
-		{"yes token matches stored but never links", []msg{
-			{"b@x", "yes", "", "T1", MatchNew},
-			{"c@x", "yes", "", "T2", MatchNew},
-			{"yes", "", "", "T3", MatchNew},
-			{"d@x", "yes", "", "T3", MatchInReplyTo},
-		}},
-		{"reference loop", []msg{
-			{"a@x", "b@x", "", "T1", MatchNew},
-			{"b@x", "a@x", "", "T1", MatchInReplyTo},
-		}},
-		{"self reference", []msg{
-			{"a@x", "a@x", "a@x", "T1", MatchNew},
-			{"b@x", "", "", "T2", MatchNew},
-		}},
-		{"very long references", []msg{
-			{"r0@x", "", "", "T1", MatchNew},
-			{"z@x", "", strings.Join(long, " "), "T1", MatchReferences},
-			{"y@x", "", "r999@x", "T1", MatchMissingParent},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &memFinder{msgs: map[string]Stored{}, links: map[string]string{}}
-			n := 0
-			for _, m := range tt.msgs {
-				th, match := f.deliver(t, &n, m.own, split(m.irt), split(m.refs))
-				if th != m.thread || match != m.match {
-					t.Errorf("%s: got %s/%s, want %s/%s", m.own, th, match, m.thread, m.match)
-				}
-			}
-		})
-	}
-}
 
 func TestAssignDuplicatesAndEchoes(t *testing.T) {
 	f := &memFinder{msgs: map[string]Stored{
