@@ -31,6 +31,8 @@ type Config struct {
 	SMTPAuthInsecure  bool
 	SMTPAuthAcceptAny bool
 
+	APIRateLimit int
+
 	LogFormat       string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -69,6 +71,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials (grants nothing beyond an unauthenticated session)")
+	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight work")

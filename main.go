@@ -204,7 +204,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Domains:         c.Domains,
 		Logger:          log,
 	}, db)
-	httpSrv := &http.Server{Handler: api.New(db, log, reg), ReadHeaderTimeout: 10 * time.Second}
+	handler, err := api.New(ctx, db, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg})
+	if err != nil {
+		return err
+	}
+	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 
 	// The writer outlives the transports: it stops only after SMTP has
 	// answered every transaction in flight.

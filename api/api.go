@@ -1,46 +1,121 @@
-// Package api is the HTTP side of inboxd: the chi router with every route,
-// authentication, the error envelope and the OpenAPI document. For now it
-// serves the health endpoints; the read API builds on this router.
+// Package api is the HTTP side of inboxd: the chi router with every route
+// (all in routes below), authentication and scopes, the error envelope,
+// signed list cursors, and the OpenAPI document.
 package api
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/httprate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/inboxd/inboxd/store"
 )
 
-// Store is what the HTTP side needs from the database.
-type Store interface {
-	Ping(ctx context.Context) error
+// Config configures the HTTP API.
+type Config struct {
+	// RateLimit is the number of requests one API key may make per minute;
+	// 0 disables the limit.
+	RateLimit int
+	// MaxBodyBytes bounds request bodies (413 above it).
+	MaxBodyBytes int64
+	Now          func() time.Time
+	Logger       *slog.Logger
+	Metrics      prometheus.Gatherer
 }
 
-// New returns the HTTP handler. metrics is served at /metrics.
-func New(st Store, log *slog.Logger, metrics prometheus.Gatherer) http.Handler {
+// Server serves the API.
+type Server struct {
+	db      *store.DB
+	log     *slog.Logger
+	now     func() time.Time
+	secret  []byte
+	maxBody int64
+}
+
+// New returns the HTTP handler.
+func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	secret, err := db.CursorSecret(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes}
+	return s.routes(cfg), nil
+}
+
+// routes is every route of the server, in one place.
+func (s *Server) routes(cfg Config) http.Handler {
 	r := chi.NewRouter()
-	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
-	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := st.Ping(r.Context()); err != nil {
-			log.Error("readyz: database", "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{
-				"error": map[string]string{"code": "temporarily_unavailable", "message": "Database is not available."},
-			})
-			return
+	r.Use(s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethod) })
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	r.Get("/v1/openapi.json", s.openapi)
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		if cfg.RateLimit > 0 {
+			r.Use(httprate.LimitBy(cfg.RateLimit, time.Minute,
+				func(r *http.Request) (string, error) { return keyFrom(r).ID, nil },
+				httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRateLimited) })))
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		r.Get("/v1/me", s.me)
+		r.Route("/v1/projects/{project_id}", func(r chi.Router) {
+			r.Use(s.inProject)
+			r.Get("/inboxes", s.need("inboxes:read", s.listInboxes))
+			r.Post("/inboxes", s.need("inboxes:write", s.createInbox))
+			r.Get("/inboxes/{inbox_id}", s.need("inboxes:read", s.getInbox))
+			r.Patch("/inboxes/{inbox_id}", s.need("inboxes:write", s.updateInbox))
+			r.Delete("/inboxes/{inbox_id}", s.need("inboxes:write", s.deleteInbox))
+			r.Get("/inboxes/{inbox_id}/threads", s.need("threads:read", s.listThreads))
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.need("threads:read", s.getThread))
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.need("messages:read", s.threadMessages))
+			r.Get("/inboxes/{inbox_id}/messages", s.need("messages:read", s.inboxMessages))
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.need("messages:read", s.getMessage))
+			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.need("messages:delete", s.deleteMessage))
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.need("messages:read", s.getBody))
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.need("messages:raw", s.getRaw))
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.need("messages:read", s.getAttachment))
+			r.Get("/keys", s.need("keys:write", s.listKeys))
+			r.Post("/keys", s.need("keys:write", s.createKey))
+			r.Delete("/keys/{key_id}", s.need("keys:write", s.revokeKey))
+		})
 	})
 	return r
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.db.Ping(r.Context()); err != nil {
+		s.log.Error("readyz: database", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+			"error": map[string]string{"code": "temporarily_unavailable", "message": "Database is not available."},
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -15,13 +15,21 @@ import (
 )
 
 // benchMessage builds a realistic multipart/alternative message of about
-// size bytes; every other message replies to the one before it.
-func benchMessage(i, size int) string {
+// size bytes; every other message replies to the one before it. refs > 0
+// gives every message a References header of that many ids (a long
+// mailing-list thread), most of them never stored.
+func benchMessage(i, size, refs int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "From: Load Tester <load@example.com>\r\nTo: inbox@localhost\r\nSubject: load %d\r\n", i)
 	fmt.Fprintf(&b, "Message-ID: <bench.%d.%d@example.com>\r\nDate: Mon, 30 Nov 2026 09:00:00 +0000\r\n", time.Now().UnixNano(), i)
 	if i%2 == 1 {
 		fmt.Fprintf(&b, "In-Reply-To: <parent.%d@example.com>\r\nReferences: <root@example.com> <parent.%d@example.com>\r\n", i-1, i-1)
+	}
+	if refs > 0 {
+		b.WriteString("References:")
+		for r := range refs {
+			fmt.Fprintf(&b, " <list.%d.%d@lists.example.org>\r\n", i%50, r)
+		}
 	}
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n")
 	line := "The quick brown fox jumps over the lazy dog, again and again.\r\n"
@@ -42,12 +50,13 @@ func benchMessage(i, size int) string {
 // 8 reused connections, and reports msgs/s and the p99 of end-of-DATA →
 // 250.
 func BenchmarkIngest(b *testing.B) {
-	for _, size := range []int{4 << 10, 64 << 10} {
-		b.Run(fmt.Sprintf("size=%dKB/conns=8", size>>10), func(b *testing.B) {
+	for _, bc := range []struct{ size, refs int }{{4 << 10, 0}, {4 << 10, 50}, {64 << 10, 0}} {
+		size := bc.size
+		b.Run(fmt.Sprintf("size=%dKB/refs=%d/conns=8", size>>10, bc.refs), func(b *testing.B) {
 			e := startBench(b)
 			msgs := make([]string, 256)
 			for i := range msgs {
-				msgs[i] = benchMessage(i, size)
+				msgs[i] = benchMessage(i, size, bc.refs)
 			}
 			const conns = 8
 			var next atomic.Int64

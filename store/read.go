@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,11 +33,13 @@ type Message struct {
 	ParseError            *string
 	CreatedAt             time.Time
 	Deleted               bool
+	RawStored             bool // the raw message can be downloaded
 }
 
 const messageColumnsSQL = `id, thread_id, inbox_id, sequence, direction, state, simulated, echo, subject, preview,
 	from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
-	in_reply_to_json, references_json, thread_match, address_tag, parse_error, created_at, deleted_at IS NOT NULL`
+	in_reply_to_json, references_json, thread_match, address_tag, parse_error, created_at, deleted_at IS NOT NULL,
+	direction = 'inbound' OR raw_size > 0`
 
 func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
 	var m Message
@@ -45,7 +48,7 @@ func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
 	var created int64
 	err := row.Scan(&m.ID, &m.ThreadID, &m.InboxID, &m.Sequence, &m.Direction, &m.State, &m.Simulated, &m.Echo,
 		&m.Subject, &m.Preview, &from, &to, &cc, &bcc, &replyTo, &m.RFCMessageID, &m.RFCMessageIDGenerated,
-		&irt, &refs, &m.ThreadMatch, &m.AddressTag, &m.ParseError, &created, &m.Deleted)
+		&irt, &refs, &m.ThreadMatch, &m.AddressTag, &m.ParseError, &created, &m.Deleted, &m.RawStored)
 	if err != nil {
 		return Message{}, err
 	}
@@ -140,21 +143,50 @@ type Attachment struct {
 
 // Attachments lists a message's attachments in part order.
 func (db *DB) Attachments(ctx context.Context, messageID string) ([]Attachment, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, coalesce(filename, ''), content_type, disposition, coalesce(content_id, ''),
-		scan_status, bytes FROM attachments WHERE message_id = ? ORDER BY position`, messageID)
+	m, err := db.AttachmentsOf(ctx, []string{messageID})
+	return m[messageID], err
+}
+
+// AttachmentsOf lists the attachments of several messages in one query
+// (for list pages), by message id, each in part order.
+func (db *DB) AttachmentsOf(ctx context.Context, messageIDs []string) (map[string][]Attachment, error) {
+	out := map[string][]Attachment{}
+	if len(messageIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(messageIDs))
+	for i, id := range messageIDs {
+		args[i] = id
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT message_id, id, coalesce(filename, ''), content_type, disposition, coalesce(content_id, ''),
+		scan_status, bytes FROM attachments WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`) ORDER BY message_id, position`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("attachments: %w", err)
 	}
 	defer rows.Close()
-	var out []Attachment
 	for rows.Next() {
 		var a Attachment
-		if err := rows.Scan(&a.ID, &a.Filename, &a.ContentType, &a.Disposition, &a.ContentID, &a.ScanStatus, &a.Bytes); err != nil {
+		var msg string
+		if err := rows.Scan(&msg, &a.ID, &a.Filename, &a.ContentType, &a.Disposition, &a.ContentID, &a.ScanStatus, &a.Bytes); err != nil {
 			return nil, fmt.Errorf("attachments: %w", err)
 		}
-		out = append(out, a)
+		out[msg] = append(out[msg], a)
 	}
 	return out, rows.Err()
+}
+
+// AttachmentOf returns one attachment of a message that is not deleted.
+func (db *DB) AttachmentOf(ctx context.Context, messageID, attachmentID string) (Attachment, error) {
+	atts, err := db.Attachments(ctx, messageID)
+	if err != nil {
+		return Attachment{}, err
+	}
+	for _, a := range atts {
+		if a.ID == attachmentID {
+			return a, nil
+		}
+	}
+	return Attachment{}, fmt.Errorf("attachment %s: %w", attachmentID, ErrNotFound)
 }
 
 // Envelope returns the SMTP envelope stored with a message.

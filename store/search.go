@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"strings"
 	"unicode"
 )
@@ -27,4 +28,55 @@ func searchText(s string) string {
 func isCJK(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+}
+
+// ErrBadQuery is returned by ParseQuery for text that is not a valid
+// search (unbalanced quotes).
+var ErrBadQuery = errors.New("search has an unbalanced double quote")
+
+// Query is a parsed search (SPEC §5.5). The zero Query matches everything.
+type Query struct {
+	match string // FTS5 MATCH expression; "" = no search
+	raw   string
+}
+
+// Empty reports whether the query filters nothing.
+func (q Query) Empty() bool { return q.match == "" }
+
+// String returns the text the query was parsed from.
+func (q Query) String() string { return q.raw }
+
+// ParseQuery turns user text into an FTS5 expression without ever passing
+// the user's syntax to the database: words are ANDed, "double quotes" make
+// a phrase, a trailing * makes a prefix, and every other character is
+// literal text (each term becomes a quoted FTS5 string).
+func ParseQuery(text string) (Query, error) {
+	if strings.Count(text, `"`)%2 != 0 {
+		return Query{}, ErrBadQuery
+	}
+	var terms []string
+	add := func(term string, phrase bool) {
+		prefix := false
+		if !phrase && strings.HasSuffix(term, "*") {
+			term, prefix = strings.TrimRight(term, "*"), true
+		}
+		if !strings.ContainsFunc(term, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {
+			return // nothing the tokenizer would index
+		}
+		t := `"` + strings.ReplaceAll(strings.TrimSpace(searchText(term)), `"`, `""`) + `"`
+		if prefix {
+			t += "*"
+		}
+		terms = append(terms, t)
+	}
+	for i, part := range strings.Split(text, `"`) {
+		if i%2 == 1 {
+			add(part, true)
+			continue
+		}
+		for _, w := range strings.Fields(part) {
+			add(w, false)
+		}
+	}
+	return Query{match: strings.Join(terms, " AND "), raw: text}, nil
 }

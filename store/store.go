@@ -73,6 +73,9 @@ type DB struct {
 	ingestQ          chan *ingestReq
 	stopped          chan struct{} // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
+
+	changeMu sync.Mutex
+	changed  chan struct{} // closed and replaced after every commit
 	// failNext lets tests force the next batch commit to fail (the 451 path).
 	failNext func() error
 }
@@ -119,6 +122,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		ingestQ: make(chan *ingestReq, 256),
 		stopped: make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
@@ -193,7 +197,20 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	db.changeMu.Lock()
+	close(db.changed)
+	db.changed = make(chan struct{})
+	db.changeMu.Unlock()
 	return nil
+}
+
+// Changed returns a channel that is closed by the next commit. Long-polls
+// take it, query, and wait on it only if the query found nothing: waiters
+// are woken by commits, never by polling.
+func (db *DB) Changed() <-chan struct{} {
+	db.changeMu.Lock()
+	defer db.changeMu.Unlock()
+	return db.changed
 }
 
 // isConstraint reports whether err is a SQLite UNIQUE/PRIMARY KEY violation.

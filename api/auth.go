@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+type ctxKey struct{}
+
+// keyFrom returns the authenticated key of a request.
+func keyFrom(r *http.Request) store.Key { return r.Context().Value(ctxKey{}).(store.Key) }
+
+// authenticate resolves the bearer token to a key (401 otherwise).
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			s.writeError(w, r, errUnauthenticated)
+			return
+		}
+		k, err := s.db.KeyByToken(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, store.ErrNotFound) {
+			s.writeError(w, r, errUnauthenticated)
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
+	})
+}
+
+// inProject answers 404 for a project other than the key's, exactly like a
+// project that does not exist.
+func (s *Server) inProject(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if chi.URLParam(r, "project_id") != keyFrom(r).ProjectID {
+			s.writeError(w, r, errNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// need wraps a handler with a scope check (403 permission_denied).
+func (s *Server) need(scope string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !keyFrom(r).Has(scope) {
+			s.writeError(w, r, errPermission(scope))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// canSee reports whether the key's grant covers an inbox.
+func canSee(k store.Key, inboxID string) bool {
+	return k.InboxIDs == nil || slices.Contains(k.InboxIDs, inboxID)
+}
+
+// inbox loads the {inbox_id} of the path within the key's grant; anything
+// outside it is not found.
+func (s *Server) inbox(r *http.Request) (store.Inbox, error) {
+	k := keyFrom(r)
+	id := chi.URLParam(r, "inbox_id")
+	if !canSee(k, id) {
+		return store.Inbox{}, errNotFound
+	}
+	return s.db.GetInbox(r.Context(), k.ProjectID, id)
+}

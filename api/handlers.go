@@ -1,0 +1,641 @@
+package api
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/store"
+)
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	k := keyFrom(r)
+	writeJSON(w, http.StatusOK, map[string]any{"key_id": k.ID, "project_id": k.ProjectID, "scopes": k.Scopes, "inbox_ids": k.InboxIDs})
+}
+
+// --- inboxes ---
+
+func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
+	k := keyFrom(r)
+	inboxes, err := s.db.ListInboxes(r.Context(), k.ProjectID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listJSON[inboxJSON]{Data: []inboxJSON{}}
+	for _, ib := range inboxes {
+		if canSee(k, ib.ID) {
+			out.Data = append(out.Data, inboxObject(ib))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type inboxInput struct {
+	Address        *string   `json:"address"`
+	Username       *string   `json:"username"`
+	Domain         *string   `json:"domain"`
+	DisplayName    *string   `json:"display_name"`
+	Environment    *string   `json:"environment"`
+	SendPolicy     *string   `json:"send_policy"`
+	AllowedDomains *[]string `json:"allowed_domains"`
+}
+
+var sendPolicies = []string{"allow", "approve_all", "approve_external"}
+
+func validDomain(d string) bool {
+	return d != "" && !strings.ContainsAny(d, " \t\r\n@<>\"") && !strings.HasPrefix(d, ".") && !strings.HasSuffix(d, ".")
+}
+
+func (in *inboxInput) validatePatchable() error {
+	if in.DisplayName != nil && strings.ContainsAny(*in.DisplayName, "\r\n") {
+		return badRequest("display_name", "display_name must not contain line breaks.")
+	}
+	if in.SendPolicy != nil && !slices.Contains(sendPolicies, *in.SendPolicy) {
+		return badRequest("send_policy", "send_policy must be allow, approve_all or approve_external.")
+	}
+	if in.AllowedDomains != nil {
+		for _, d := range *in.AllowedDomains {
+			if !validDomain(d) {
+				return badRequest("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
+	var in inboxInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var address string
+	switch {
+	case in.Address != nil && (in.Username != nil || in.Domain != nil):
+		s.writeError(w, r, badRequest("address", "Give either address or username and domain, not both."))
+		return
+	case in.Address != nil:
+		address = *in.Address
+	case in.Username != nil && in.Domain != nil:
+		address = *in.Username + "@" + *in.Domain
+	default:
+		s.writeError(w, r, badRequest("address", "address (or username and domain) is required."))
+		return
+	}
+	a, err := mail.ParseAddress(address)
+	local, domain, ok := strings.Cut(address, "@")
+	if err != nil || a.Address != address || !ok || local == "" || strings.Contains(local, "+") || !validDomain(domain) {
+		s.writeError(w, r, badRequest("address", "address %q is not a valid inbox address (user@domain, no +tag).", address))
+		return
+	}
+	env := "live"
+	if in.Environment != nil {
+		env = *in.Environment
+	}
+	if env != "live" && env != "test" {
+		s.writeError(w, r, badRequest("environment", "environment must be live or test."))
+		return
+	}
+	if err := in.validatePatchable(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ni := store.NewInbox{Address: address, Environment: env}
+	if in.DisplayName != nil {
+		ni.DisplayName = *in.DisplayName
+	}
+	if in.SendPolicy != nil {
+		ni.SendPolicy = *in.SendPolicy
+	}
+	if in.AllowedDomains != nil {
+		ni.AllowedDomains = *in.AllowedDomains
+	}
+	ib, err := s.db.CreateInbox(r.Context(), keyFrom(r).ProjectID, ni)
+	if errors.Is(err, store.ErrConflict) {
+		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "An inbox with this address already exists.", Param: "address"})
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, inboxObject(ib))
+}
+
+func (s *Server) getInbox(w http.ResponseWriter, r *http.Request) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inboxObject(ib))
+}
+
+func (s *Server) updateInbox(w http.ResponseWriter, r *http.Request) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in inboxInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for name, set := range map[string]bool{"address": in.Address != nil, "username": in.Username != nil, "domain": in.Domain != nil, "environment": in.Environment != nil} {
+		if set {
+			s.writeError(w, r, badRequest(name, "%s cannot be changed; create a new inbox instead.", name))
+			return
+		}
+	}
+	if err := in.validatePatchable(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ib, err = s.db.UpdateInbox(r.Context(), ib.ProjectID, ib.ID, store.InboxPatch{DisplayName: in.DisplayName, SendPolicy: in.SendPolicy, AllowedDomains: in.AllowedDomains})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inboxObject(ib))
+}
+
+func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.db.DeleteInbox(r.Context(), ib.ProjectID, ib.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": ib.ID, "deleted": true})
+}
+
+// --- threads and messages ---
+
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := listLimit(r, 25)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := searchParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
+	var after *store.TimeKey
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		after = new(store.TimeKey)
+		if err := s.decodeCursor(c, scope, after); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	threads, err := s.db.ListThreads(r.Context(), ib.ID, q, after, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listJSON[threadJSON]{Data: []threadJSON{}}
+	for i, t := range threads {
+		if i == limit {
+			out.HasMore = true
+			prev := threads[i-1]
+			if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: prev.LastMessageAt.UnixMilli(), ID: prev.ID}); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			break
+		}
+		out.Data = append(out.Data, threadObject(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setCursor(dst **string, scope cursorScope, key any) error {
+	c, err := s.encodeCursor(scope, key)
+	if err != nil {
+		return err
+	}
+	*dst = &c
+	return nil
+}
+
+func searchParam(r *http.Request) (store.Query, error) {
+	q, err := store.ParseQuery(r.URL.Query().Get("q"))
+	if err != nil {
+		return store.Query{}, badRequest("q", "q has an unbalanced double quote.")
+	}
+	return q, nil
+}
+
+func (s *Server) thread(r *http.Request) (store.Inbox, store.Thread, error) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		return store.Inbox{}, store.Thread{}, err
+	}
+	t, err := s.db.GetThread(r.Context(), ib.ID, chi.URLParam(r, "thread_id"))
+	return ib, t, err
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
+	_, t, err := s.thread(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, threadObject(t))
+}
+
+func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
+	ib, t, err := s.thread(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := listLimit(r, 50)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wait, err := waitParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	afterSeq, err := intParam(r, "after_sequence")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
+	var after *store.SeqKey
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		after = new(store.SeqKey)
+		if err := s.decodeCursor(c, scope, after); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	// Long-poll: take the change signal before querying, so a commit
+	// between the query and the wait is never missed.
+	var deadline <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	var msgs []store.Message
+	for {
+		changed := s.db.Changed()
+		msgs, err = s.db.ThreadPage(r.Context(), t.ID, after, afterSeq, limit+1)
+		if err != nil || len(msgs) > 0 || deadline == nil {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-deadline:
+		case <-r.Context().Done():
+		}
+		break
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listJSON[threadMessageJSON]{Data: []threadMessageJSON{}}
+	page := msgs[:min(limit, len(msgs))]
+	atts, err := s.db.AttachmentsOf(r.Context(), messageIDs(page))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, m := range page {
+		out.Data = append(out.Data, threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID]), Sequence: m.Sequence})
+	}
+	if len(msgs) > limit {
+		out.HasMore = true
+		last := page[len(page)-1]
+		if err := s.setCursor(&out.NextCursor, scope, store.SeqKey{Seq: last.Sequence, ID: last.ID}); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func messageIDs(ms []store.Message) []string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := listLimit(r, 25)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := searchParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	direction := r.URL.Query().Get("direction")
+	if direction != "" && direction != "inbound" && direction != "outbound" {
+		s.writeError(w, r, badRequest("direction", "direction must be inbound or outbound."))
+		return
+	}
+	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
+	var after *store.TimeKey
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		after = new(store.TimeKey)
+		if err := s.decodeCursor(c, scope, after); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	msgs, err := s.db.InboxPage(r.Context(), ib.ID, q, direction, after, limit+1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page := msgs[:min(limit, len(msgs))]
+	atts, err := s.db.AttachmentsOf(r.Context(), messageIDs(page))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listJSON[messageJSON]{Data: []messageJSON{}}
+	for _, m := range page {
+		out.Data = append(out.Data, messageObject(m, ib.Environment, atts[m.ID]))
+	}
+	if len(msgs) > limit {
+		out.HasMore = true
+		last := page[len(page)-1]
+		if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: last.CreatedAt.UnixMilli(), ID: last.ID}); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// message loads the {message_id} of the path; deleted messages are not
+// found.
+func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
+	ib, err := s.inbox(r)
+	if err != nil {
+		return store.Inbox{}, store.Message{}, err
+	}
+	m, err := s.db.GetMessage(r.Context(), ib.ID, chi.URLParam(r, "message_id"))
+	if err == nil && m.Deleted {
+		err = errNotFound
+	}
+	return ib, m, err
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	ib, m, err := s.message(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	atts, err := s.db.Attachments(r.Context(), m.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, messageObject(m, ib.Environment, atts))
+}
+
+func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
+	ib, m, err := s.message(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.db.DeleteMessage(r.Context(), ib.ID, m.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "deleted": true})
+}
+
+func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
+	ib, m, err := s.message(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.db.GetBody(r.Context(), m.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var html *string
+	if b.HTML != nil {
+		atts, err := s.db.Attachments(r.Context(), m.ID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		h := serveHTML(*b.HTML, ib, m.ID, atts)
+		html = &h
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"text": b.Text, "html": html, "extracted_text": b.ExtractedText,
+		"body_available": true, "original_raw_available": m.RawStored,
+	})
+}
+
+func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
+	_, m, err := s.message(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "message/rfc822")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": m.ID + ".eml"}))
+	sw := &startedWriter{w: w}
+	if err := s.db.WriteRaw(r.Context(), sw, m.ID); err != nil {
+		if !sw.started {
+			w.Header().Del("Content-Disposition")
+			s.writeError(w, r, err)
+			return
+		}
+		// Headers are gone: the client sees a truncated body.
+		s.log.Error("api: raw stream failed", "message", m.ID, "err", err)
+	}
+}
+
+// serveHTML sanitizes stored HTML again (the policy may have tightened
+// since it was stored) and points cid: images at their attachment URLs.
+func serveHTML(html string, ib store.Inbox, messageID string, atts []store.Attachment) string {
+	html = message.Sanitize(html)
+	var pairs []string
+	for _, a := range atts {
+		if a.ContentID != "" && a.ScanStatus == "clean" {
+			pairs = append(pairs, "cid:"+a.ContentID, "/v1/projects/"+ib.ProjectID+"/inboxes/"+ib.ID+"/messages/"+messageID+"/attachments/"+a.ID)
+		}
+	}
+	if len(pairs) == 0 {
+		return html
+	}
+	return strings.NewReplacer(pairs...).Replace(html)
+}
+
+// startedWriter records whether anything was written, so a failure before
+// the first byte can still become a proper error response.
+type startedWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	s.started = true
+	return s.w.Write(p)
+}
+
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
+	_, m, err := s.message(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.db.AttachmentOf(r.Context(), m.ID, chi.URLParam(r, "attachment_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if a.ScanStatus != "clean" {
+		s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: "This attachment is not downloadable (scan_status " + a.ScanStatus + ")."})
+		return
+	}
+	name := a.Filename
+	if name == "" {
+		name = a.ID
+	}
+	w.Header().Set("Content-Type", a.ContentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	sw := &startedWriter{w: w}
+	if err := s.db.WriteAttachment(r.Context(), sw, a.ID); err != nil {
+		if !sw.started {
+			w.Header().Del("Content-Disposition")
+			s.writeError(w, r, err)
+			return
+		}
+		s.log.Error("api: attachment stream failed", "attachment", a.ID, "err", err)
+	}
+}
+
+// --- keys ---
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.db.ListKeys(r.Context(), keyFrom(r).ProjectID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listJSON[keyJSON]{Data: []keyJSON{}}
+	for _, k := range keys {
+		out.Data = append(out.Data, keyObject(k))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name     string    `json:"name"`
+		Scopes   []string  `json:"scopes"`
+		InboxIDs *[]string `json:"inbox_ids"`
+	}
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(in.Scopes) == 0 {
+		s.writeError(w, r, badRequest("scopes", "scopes must list at least one scope."))
+		return
+	}
+	for _, sc := range in.Scopes {
+		if !slices.Contains(store.AllScopes(), sc) {
+			s.writeError(w, r, badRequest("scopes", "Unknown scope %q.", sc))
+			return
+		}
+	}
+	k := keyFrom(r)
+	// A key can hand out only what it holds.
+	for _, sc := range in.Scopes {
+		if !k.Has(sc) {
+			s.writeError(w, r, badRequest("scopes", "Cannot grant scope %q: this key does not hold it.", sc))
+			return
+		}
+	}
+	var inboxes []string
+	if in.InboxIDs != nil {
+		inboxes = *in.InboxIDs
+		if inboxes == nil {
+			inboxes = []string{}
+		}
+		// A restricted key cannot mint a key for inboxes it cannot see.
+		for _, id := range inboxes {
+			if !canSee(k, id) {
+				s.writeError(w, r, badRequest("inbox_ids", "Unknown inbox %q.", id))
+				return
+			}
+		}
+	} else if k.InboxIDs != nil {
+		inboxes = k.InboxIDs
+	}
+	nk, token, err := s.db.CreateKey(r.Context(), k.ProjectID, in.Name, in.Scopes, inboxes)
+	if errors.Is(err, store.ErrNotFound) {
+		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		keyJSON
+		Token string `json:"token"`
+	}{keyObject(nk), token})
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "key_id")
+	if err := s.db.RevokeKey(r.Context(), keyFrom(r).ProjectID, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+}

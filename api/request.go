@@ -1,0 +1,98 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// decodeJSON reads a JSON body strictly: unknown fields, wrong types, a
+// second value and oversized bodies are client errors that name the
+// problem.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.More() {
+			return badRequest("", "Request body must hold a single JSON object.")
+		}
+		return nil
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errTooLarge
+	case errors.As(err, &syntax):
+		return badRequest("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
+	case errors.As(err, &typ):
+		return badRequest(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.EOF):
+		return badRequest("", "Request body must be a JSON object.")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "Malformed JSON: unexpected end of body.")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return badRequest(field, "Unknown field %q.", field)
+	}
+	return badRequest("", "Malformed JSON: %s.", err.Error())
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "a list"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return "a number"
+}
+
+// listLimit reads ?limit= (1–100, SPEC §5.2): anything else is a 400, never
+// a silent clamp.
+func listLimit(r *http.Request, def int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100 {
+		return 0, badRequest("limit", "limit must be an integer from 1 to 100.")
+	}
+	return n, nil
+}
+
+// waitParam reads ?wait= seconds (0–60).
+func waitParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 60 {
+		return 0, badRequest("wait", "wait must be an integer number of seconds from 0 to 60.")
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func intParam(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest(name, "%s must be a non-negative integer.", name)
+	}
+	return n, nil
+}

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// CursorSecret returns the server secret that signs list cursors, creating
+// it on first use. It lives in the database so cursors survive restarts.
+func (db *DB) CursorSecret(ctx context.Context) ([]byte, error) {
+	var secret []byte
+	err := db.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'cursor_secret'`).Scan(&secret)
+	if err == nil {
+		return secret, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("cursor secret: %w", err)
+	}
+	fresh := make([]byte, 32)
+	if _, err := io.ReadFull(rand.Reader, fresh); err != nil {
+		return nil, fmt.Errorf("cursor secret: %w", err)
+	}
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ('cursor_secret', ?) ON CONFLICT DO NOTHING`, fresh); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'cursor_secret'`).Scan(&secret)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cursor secret: %w", err)
+	}
+	return secret, nil
+}
+
+// GetInbox returns one inbox of a project.
+func (db *DB) GetInbox(ctx context.Context, projectID, inboxID string) (Inbox, error) {
+	ib, err := scanInbox(db.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Inbox{}, fmt.Errorf("inbox %s: %w", inboxID, ErrNotFound)
+	}
+	if err != nil {
+		return Inbox{}, fmt.Errorf("get inbox: %w", err)
+	}
+	return ib, nil
+}
+
+// InboxPatch holds the fields of an inbox update; nil leaves a field.
+type InboxPatch struct {
+	DisplayName    *string
+	SendPolicy     *string
+	AllowedDomains *[]string
+}
+
+// UpdateInbox applies a patch and returns the inbox.
+func (db *DB) UpdateInbox(ctx context.Context, projectID, inboxID string, p InboxPatch) (Inbox, error) {
+	var ib Inbox
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var domains any
+		if p.AllowedDomains != nil {
+			b, _ := json.Marshal(nonNil(*p.AllowedDomains))
+			domains = string(b)
+		}
+		var err error
+		ib, err = scanInbox(tx.QueryRowContext(ctx, `UPDATE inboxes SET display_name = coalesce(?, display_name),
+				send_policy = coalesce(?, send_policy), allowed_domains = coalesce(?, allowed_domains)
+			WHERE id = ? AND project_id = ? RETURNING `+inboxColumns, p.DisplayName, p.SendPolicy, domains, inboxID, projectID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("inbox %s: %w", inboxID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return Inbox{}, fmt.Errorf("update inbox: %w", err)
+	}
+	return ib, nil
+}
+
+// Thread is a thread row.
+type Thread struct {
+	ID, InboxID, Subject, Preview string
+	MessageCount                  int64
+	LastMessageAt                 time.Time
+	LastMessageDirection          string
+	CreatedAt                     time.Time
+}
+
+const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at`
+
+func scanThread(row interface{ Scan(...any) error }) (Thread, error) {
+	var t Thread
+	var last, created int64
+	if err := row.Scan(&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &last, &t.LastMessageDirection, &created); err != nil {
+		return Thread{}, err
+	}
+	t.LastMessageAt, t.CreatedAt = fromMS(last), fromMS(created)
+	return t, nil
+}
+
+// GetThread returns one thread of an inbox.
+func (db *DB) GetThread(ctx context.Context, inboxID, threadID string) (Thread, error) {
+	t, err := scanThread(db.r.QueryRowContext(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ? AND t.inbox_id = ?`, threadID, inboxID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Thread{}, fmt.Errorf("thread %s: %w", threadID, ErrNotFound)
+	}
+	if err != nil {
+		return Thread{}, fmt.Errorf("get thread: %w", err)
+	}
+	return t, nil
+}
+
+// TimeKey is a keyset position in a list ordered newest first by a time,
+// then by id.
+type TimeKey struct {
+	At int64  `json:"a"` // unix ms
+	ID string `json:"i"`
+}
+
+// ListThreads returns up to limit threads of an inbox, newest first by
+// last_message_at then id, strictly after the position after (nil = from
+// the top). A non-empty query keeps threads with a matching message.
+func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *TimeKey, limit int) ([]Thread, error) {
+	var b strings.Builder
+	args := []any{inboxID}
+	b.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.inbox_id = ? AND t.message_count > 0`)
+	if after != nil {
+		b.WriteString(` AND (t.last_message_at, t.id) < (?, ?)`)
+		args = append(args, after.At, after.ID)
+	}
+	if !q.Empty() {
+		b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid
+			WHERE messages_fts MATCH ? AND m.inbox_id = ? AND m.deleted_at IS NULL)`)
+		args = append(args, q.match, inboxID)
+	}
+	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)
+	args = append(args, limit)
+	rows, err := db.r.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	defer rows.Close()
+	var out []Thread
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list threads: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// SeqKey is a keyset position in a thread: sequence, then id.
+type SeqKey struct {
+	Seq int64  `json:"s"`
+	ID  string `json:"i"`
+}
+
+// ThreadPage returns up to limit messages of a thread that are not deleted,
+// in sequence order, strictly after the position after (nil = from the
+// first) and with a sequence above afterSeq.
+func (db *DB) ThreadPage(ctx context.Context, threadID string, after *SeqKey, afterSeq int64, limit int) ([]Message, error) {
+	var b strings.Builder
+	args := []any{threadID, afterSeq}
+	b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE thread_id = ? AND deleted_at IS NULL AND sequence > ?`)
+	if after != nil {
+		b.WriteString(` AND (sequence, id) > (?, ?)`)
+		args = append(args, after.Seq, after.ID)
+	}
+	b.WriteString(` ORDER BY sequence, id LIMIT ?`)
+	args = append(args, limit)
+	return db.queryMessages(ctx, "thread page", b.String(), args...)
+}
+
+// InboxPage returns up to limit messages of an inbox that are not deleted,
+// newest first by created_at then id, strictly after the position after.
+// direction ("inbound", "outbound" or "") and q filter.
+func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
+	var b strings.Builder
+	args := []any{inboxID}
+	b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
+	if direction != "" {
+		b.WriteString(` AND direction = ?`)
+		args = append(args, direction)
+	}
+	if after != nil {
+		b.WriteString(` AND (created_at, id) < (?, ?)`)
+		args = append(args, after.At, after.ID)
+	}
+	if !q.Empty() {
+		b.WriteString(` AND rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`)
+		args = append(args, q.match)
+	}
+	b.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ?`)
+	args = append(args, limit)
+	return db.queryMessages(ctx, "inbox page", b.String(), args...)
+}
+
+func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// DeleteMessage soft-deletes a message: it leaves lists and search, its
+// body and raw answer not found, and its thread's count drops.
+func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var threadID string
+		var rowid int64
+		err := tx.QueryRowContext(ctx, `UPDATE messages SET deleted_at = ? WHERE id = ? AND inbox_id = ? AND deleted_at IS NULL
+			RETURNING thread_id, rowid`, ms(db.now()), messageID, inboxID).Scan(&threadID, &rowid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("delete message: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - 1 WHERE id = ?`, threadID); err != nil {
+			return fmt.Errorf("delete message: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ?`, rowid); err != nil {
+			return fmt.Errorf("delete message search row: %w", err)
+		}
+		return nil
+	})
+}
+
+// blobChunk is how much of a large blob one query reads when streaming.
+const blobChunk = 1 << 20
+
+// streamBlob writes a blob to w in chunks inside one read transaction, so a
+// 25 MB message is never held in memory whole.
+func (db *DB) streamBlob(ctx context.Context, w io.Writer, sizeQuery, chunkQuery string, args ...any) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var size int64
+	err = tx.QueryRowContext(ctx, sizeQuery, args...).Scan(&size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for off := int64(0); off < size; off += blobChunk {
+		if err := tx.QueryRowContext(ctx, chunkQuery, append([]any{off + 1, blobChunk}, args...)...).Scan(&buf); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteRaw streams the stored raw message to w; a deleted message is not
+// found.
+func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error {
+	err := db.streamBlob(ctx, w,
+		`SELECT length(r.data) FROM raw_messages r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ? AND m.deleted_at IS NULL`,
+		`SELECT substr(data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
+	if err != nil {
+		return fmt.Errorf("raw %s: %w", messageID, err)
+	}
+	return nil
+}
+
+// WriteAttachment streams an attachment's decoded bytes to w.
+func (db *DB) WriteAttachment(ctx context.Context, w io.Writer, attachmentID string) error {
+	err := db.streamBlob(ctx, w, `SELECT length(data) FROM attachments WHERE id = ?`,
+		`SELECT substr(data, ?, ?) FROM attachments WHERE id = ?`, attachmentID)
+	if err != nil {
+		return fmt.Errorf("attachment %s: %w", attachmentID, err)
+	}
+	return nil
+}
