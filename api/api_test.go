@@ -46,7 +46,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true,
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

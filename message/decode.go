@@ -186,6 +186,7 @@ type qpReader struct {
 	src     io.Reader
 	buf     []byte
 	pending []byte // undecoded bytes carried over (an incomplete line)
+	scanned int    // bytes of pending already known to hold no '\n'
 	out     []byte
 	off     int
 	bad     bool
@@ -207,13 +208,18 @@ func (r *qpReader) Read(p []byte) (int, error) {
 			r.pending = append(r.pending, r.buf[:n]...)
 			r.err = err
 		}
+		// Search only the bytes not searched before: a body that is one long
+		// line would otherwise be rescanned on every read, quadratically.
 		for {
-			i := bytes.IndexByte(r.pending, '\n')
+			i := bytes.IndexByte(r.pending[r.scanned:], '\n')
 			if i < 0 {
+				r.scanned = len(r.pending)
 				break
 			}
-			r.decodeLine(r.pending[:i+1])
-			r.pending = r.pending[i+1:]
+			end := r.scanned + i + 1
+			r.decodeLine(r.pending[:end])
+			r.pending = r.pending[end:]
+			r.scanned = 0
 		}
 		if r.err != nil && len(r.pending) > 0 {
 			r.decodeLine(r.pending)
@@ -221,6 +227,7 @@ func (r *qpReader) Read(p []byte) (int, error) {
 		}
 		if len(r.pending) == 0 {
 			r.pending = r.pending[:0:0]
+			r.scanned = 0
 		}
 	}
 	n := copy(p, r.out[r.off:])

@@ -139,7 +139,9 @@ func (ps *parser) multipart(media, boundary string, body io.Reader, depth int) {
 func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	ps.leaves++
 	if ps.leaves > maxParts {
-		ps.fail("more than %d parts; the rest were skipped", maxParts)
+		if ps.leaves == maxParts+1 {
+			ps.fail("more than %d parts; the rest were skipped", maxParts)
+		}
 		return
 	}
 	disp, dparams := parseDisposition(h.Get("Content-Disposition"))
@@ -196,10 +198,20 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 
 func (ps *parser) finish() {
 	p := ps.out
+	// The preview and the extracted-text fallback both want the sanitized
+	// HTML as text; parsing the HTML is the costliest step, so do it once.
+	var htmlText string
+	haveHTMLText := false
+	sanitizedText := func() string {
+		if !haveHTMLText {
+			htmlText, haveHTMLText = HTMLToText(p.HTML), true
+		}
+		return htmlText
+	}
 	if p.HasText && strings.TrimSpace(p.Text) != "" {
 		p.Preview = Preview(p.Text)
 	} else if p.HasHTML {
-		p.Preview = Preview(HTMLToText(p.HTML))
+		p.Preview = Preview(sanitizedText())
 	}
 	switch {
 	case p.HasText:
@@ -210,7 +222,7 @@ func (ps *parser) finish() {
 		// HTML before sanitizing, which strips the class names involved.
 		p.ExtractedText = ExtractReply(htmlToText(ps.rawHTML, true))
 		if p.ExtractedText == "" {
-			p.ExtractedText = ExtractReply(HTMLToText(p.HTML))
+			p.ExtractedText = ExtractReply(sanitizedText())
 		}
 	}
 }

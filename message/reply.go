@@ -42,9 +42,10 @@ var (
 func ExtractReply(text string) string {
 	text = normalizeNewlines(text)
 	lines := strings.Split(text, "\n")
+	hs := &historyScanner{lines: lines}
 	cut := len(lines)
 	for i := range lines {
-		if isHistoryStart(lines, i) {
+		if hs.isHistoryStart(i) {
 			cut = i
 			break
 		}
@@ -70,9 +71,47 @@ func ExtractReply(text string) string {
 	return out
 }
 
+// historyScanner looks for the start of quoted history in a body's lines.
+type historyScanner struct {
+	lines []string
+	// fields caches which Outlook header field each line is, computed on
+	// first use: every "From:" line looks at the six lines after it, and a
+	// body made of "From:" lines would otherwise run those regexps on every
+	// line six times over.
+	fields []outlookField
+}
+
+type outlookField uint8
+
+const (
+	fieldUnknown outlookField = iota // not computed yet
+	fieldNone
+	fieldSent
+	fieldTo
+)
+
+func (hs *historyScanner) field(j int) outlookField {
+	if hs.fields == nil {
+		hs.fields = make([]outlookField, len(hs.lines))
+	}
+	if hs.fields[j] == fieldUnknown {
+		next := strings.TrimSpace(hs.lines[j])
+		switch {
+		case outlookSent.MatchString(next):
+			hs.fields[j] = fieldSent
+		case outlookTo.MatchString(next):
+			hs.fields[j] = fieldTo
+		default:
+			hs.fields[j] = fieldNone
+		}
+	}
+	return hs.fields[j]
+}
+
 // isHistoryStart reports whether lines[i] starts quoted history or a
 // signature.
-func isHistoryStart(lines []string, i int) bool {
+func (hs *historyScanner) isHistoryStart(i int) bool {
+	lines := hs.lines
 	raw := lines[i]
 	// RFC 3676 §4.3: the signature separator is "-- ".
 	// QUIRK: many clients strip the trailing space, leaving "--".
@@ -119,11 +158,10 @@ func isHistoryStart(lines []string, i int) bool {
 		// From:/Sent:/To:/Subject: block.
 		sent, to := false, false
 		for j := i + 1; j < len(lines) && j <= i+6; j++ {
-			next := strings.TrimSpace(lines[j])
-			switch {
-			case outlookSent.MatchString(next):
+			switch hs.field(j) {
+			case fieldSent:
 				sent = true
-			case outlookTo.MatchString(next):
+			case fieldTo:
 				to = true
 			}
 		}
