@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -392,4 +393,95 @@ func TestKillDuringLoad(t *testing.T) {
 		}
 	}
 	t.Logf("acked %d, stored %d", len(acked), len(msgs))
+}
+
+// TestSMTPToAPI is the end-to-end path: real SMTP in, the HTTP API out,
+// including a long-poll woken by a message arriving over SMTP.
+func TestSMTPToAPI(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	key, err := os.ReadFile(filepath.Join(data, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(key))
+	get := func(path string, v any) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+s.http+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var me struct {
+		ProjectID string `json:"project_id"`
+	}
+	get("/v1/me", &me)
+	var inboxes struct {
+		Data []struct{ ID, Address string }
+	}
+	get("/v1/projects/"+me.ProjectID+"/inboxes", &inboxes)
+	if len(inboxes.Data) != 1 || inboxes.Data[0].Address != "inbox@localhost" {
+		t.Fatalf("inboxes: %+v", inboxes)
+	}
+	base := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID
+
+	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"},
+		"From: Ann <ann@example.com>\r\nMessage-ID: <q1@example.com>\r\nSubject: Quote?\r\n\r\nCan you quote 100 chairs?\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var threads struct {
+		Data []struct {
+			ID, Subject  string
+			MessageCount int `json:"message_count"`
+		}
+	}
+	get(base+"/threads", &threads)
+	if len(threads.Data) != 1 || threads.Data[0].Subject != "Quote?" {
+		t.Fatalf("threads: %+v", threads)
+	}
+	thread := base + "/threads/" + threads.Data[0].ID
+
+	type page struct {
+		Data []struct {
+			ID       string
+			Sequence int
+			From     struct{ Email string }
+		}
+	}
+	got := make(chan page, 1)
+	go func() {
+		var p page
+		get(thread+"/messages?after_sequence=1&wait=30", &p)
+		got <- p
+	}()
+	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"},
+		"From: Ann <ann@example.com>\r\nMessage-ID: <q2@example.com>\r\nIn-Reply-To: <q1@example.com>\r\nSubject: Re: Quote?\r\n\r\nMake it 120.\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-got:
+		if len(p.Data) != 1 || p.Data[0].Sequence != 2 || p.Data[0].From.Email != "ann@example.com" {
+			t.Fatalf("long-poll: %+v", p)
+		}
+		var body struct {
+			Text          *string
+			ExtractedText string `json:"extracted_text"`
+		}
+		get(base+"/messages/"+p.Data[0].ID+"/body", &body)
+		if body.Text == nil || body.ExtractedText != "Make it 120." {
+			t.Fatalf("body: %+v", body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("long-poll was not woken by the SMTP delivery")
+	}
 }
