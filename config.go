@@ -33,6 +33,14 @@ type Config struct {
 
 	APIRateLimit int
 
+	Outbound              string
+	RelayURL              string
+	RelayCAFile           string
+	RelayInsecure         bool
+	RelayMessageIDPattern string
+	RelayMessageIDFormat  string
+	OutboundRetrySchedule durationList
+
 	LogFormat       string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -48,6 +56,29 @@ func (l *listFlag) Set(v string) error {
 		if s = strings.TrimSpace(s); s != "" {
 			*l = append(*l, s)
 		}
+	}
+	return nil
+}
+
+// durationList is a comma-separated list of durations.
+type durationList []time.Duration
+
+func (l *durationList) String() string {
+	s := make([]string, len(*l))
+	for i, d := range *l {
+		s[i] = d.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *durationList) Set(v string) error {
+	*l = nil
+	for _, s := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%q is not a positive duration", s)
+		}
+		*l = append(*l, d)
 	}
 	return nil
 }
@@ -72,6 +103,13 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials (grants nothing beyond an unauthenticated session)")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
+	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
+	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
+	fs.StringVar(&c.RelayCAFile, "relay-ca-file", "", "extra CA certificates (PEM) to verify the relay with")
+	fs.BoolVar(&c.RelayInsecure, "relay-insecure", false, "allow a plaintext smtp:// relay without STARTTLS")
+	fs.StringVar(&c.RelayMessageIDPattern, "relay-message-id-pattern", "", "regexp with one group that finds a relay-assigned Message-ID in its 250 reply (SES style)")
+	fs.StringVar(&c.RelayMessageIDFormat, "relay-message-id-format", "%s", "format of the relay-assigned Message-ID, e.g. %s@email.amazonses.com")
+	fs.Var(&c.OutboundRetrySchedule, "outbound-retry-schedule", "delays between delivery attempts, e.g. 1s,2s (default 1m,5m,15m,30m,1h,2h,4h; the last repeats for 3 days)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight work")
@@ -112,6 +150,12 @@ func (c *Config) validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	switch {
+	case c.Outbound != "capture" && c.Outbound != "relay":
+		return fmt.Errorf("--outbound must be capture or relay, not %q", c.Outbound)
+	case c.Outbound == "relay" && c.RelayURL == "":
+		return fmt.Errorf("--outbound relay needs --relay-url")
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")

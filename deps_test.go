@@ -21,7 +21,7 @@ var allowedDeps = map[string][]string{
 	"smtp":     {"message", "thread", "store"},
 	"outbound": {"message", "thread", "store", "smtp"},
 	"webhook":  {"message", "thread", "store"},
-	"api":      {"message", "thread", "store"},
+	"api":      {"message", "thread", "store", "outbound"},
 	"mcp":      {"message", "thread", "store", "api"},
 	"web":      {},
 	"corpus":   {"message", "thread"},

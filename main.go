@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/inboxd/inboxd/api"
+	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/store"
 )
@@ -66,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return inboxesCmd(ctx, args, getenv, stdout)
 	case "keys":
 		return keysCmd(ctx, args, getenv, stdout)
+	case "send":
+		return sendCmd(ctx, args, getenv, stdout)
 	}
 	return fmt.Errorf("unknown command %q (try: inboxd help)", cmd)
 }
@@ -81,6 +85,7 @@ Usage:
   inboxd keys create --name N --scopes a,b [--inboxes ibx_1,ibx_2]
   inboxd keys list
   inboxd keys revoke KEY_ID
+  inboxd send --to ADDRESS [--subject S] [--text T|-] [--html H] [--from INBOX] [--url URL] [--key KEY]
   inboxd version
   inboxd help
 
@@ -190,7 +195,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		printWelcome(stdout, c.Data, boot, smtpLn.Addr().String(), httpLn.Addr().String())
 	}
 
+	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
+	if c.Outbound == outbound.ModeRelay {
+		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
+			return err
+		}
+	}
+	if c.RelayMessageIDPattern != "" {
+		if workerCfg.MessageIDPattern, err = regexp.Compile(c.RelayMessageIDPattern); err != nil || workerCfg.MessageIDPattern.NumSubexp() != 1 {
+			return fmt.Errorf("--relay-message-id-pattern must be a regexp with one group: %v", err)
+		}
+	}
+	worker := outbound.NewWorker(db, workerCfg)
+	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize})
 	smtpSrv := smtp.NewServer(smtp.Config{
+		Submitter:       sender,
 		Hostname:        c.Hostname,
 		MaxMessageBytes: c.MaxMessageSize,
 		MaxRecipients:   c.MaxRecipients,
@@ -204,7 +223,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Domains:         c.Domains,
 		Logger:          log,
 	}, db)
-	handler, err := api.New(ctx, db, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg})
+	handler, err := api.New(ctx, db, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, Sender: sender})
 	if err != nil {
 		return err
 	}
@@ -215,7 +234,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	start := func(name string, fn func() error) {
 		wg.Go(func() {
 			if err := fn(); err != nil {
@@ -225,6 +244,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); db.Run(writerCtx) }()
+	// The delivery worker stops with the transports; what it has not
+	// delivered stays queued in the database for the next start.
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	start("outbound", func() error { return worker.Run(workerCtx) })
 	start("smtp", func() error { return smtpSrv.Serve(smtpLn) })
 	start("http", func() error {
 		if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
@@ -253,6 +277,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	stopWorker()
 	wg.Wait()
 	stopWriter()
 	<-writerDone

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/inboxd/inboxd/store"
@@ -304,37 +306,47 @@ func assertStored(t *testing.T, db *store.DB, address, body string, tls bool) {
 	}
 }
 
+// buildBinary builds inboxd once per test into a temp dir.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "inboxd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startChild runs the binary as a real child process (so it can be
+// killed with SIGKILL) and returns its SMTP and HTTP addresses.
+func startChild(t *testing.T, bin, data string, extra ...string) (cmd *exec.Cmd, smtpAddr, httpAddr string) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	re := regexp.MustCompile(startedPattern)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, stderr)
+			return cmd, m[1], m[2]
+		}
+	}
+	t.Fatal("child did not start")
+	return nil, "", ""
+}
+
 // TestKillDuringLoad is the durability rule: every message that got a 250
 // is in the database after a SIGKILL, and no message is half-stored.
 func TestKillDuringLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a child process")
 	}
-	bin := filepath.Join(t.TempDir(), "inboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	data := t.TempDir()
-	cmd := exec.Command(bin, "--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	addr := ""
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(startedPattern)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("child did not start")
-	}
-	go io.Copy(io.Discard, stderr)
-
+	cmd, addr, _ := startChild(t, bin, data)
 	const clients = 8
 	var mu sync.Mutex
 	var acked []string
@@ -483,5 +495,116 @@ func TestSMTPToAPI(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("long-poll was not woken by the SMTP delivery")
+	}
+}
+
+// Submission: a session authenticated with an API key that has
+// messages:send may address the world through the send path; without the
+// key it reaches only local inboxes. The CLI sends through the API.
+func TestSubmissionAndSendCLI(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data, "--smtp-auth-insecure")
+	token, _ := os.ReadFile(filepath.Join(data, "admin.key"))
+	key := strings.TrimSpace(string(token))
+	db := openStore(t, data)
+	ib, err := db.InboxByAddress(context.Background(), "inbox@localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(user, pass, from, to string) error {
+		c, err := gosmtp.Dial(s.smtp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if pass != "" {
+			if err := c.Auth(sasl.NewPlainClient("", user, pass)); err != nil {
+				return err
+			}
+		}
+		return c.SendMail(from, []string{to}, strings.NewReader("From: "+from+"\r\nTo: "+to+"\r\nSubject: submitted\r\n\r\nhello world\r\n"))
+	}
+	if err := submit("", "", "inbox@localhost", "someone@example.org"); err == nil {
+		t.Fatal("unauthenticated session relayed to the world")
+	}
+	if err := submit("me", key, "inbox@localhost", "someone@example.org"); err != nil {
+		t.Fatalf("submission: %v", err)
+	}
+	err = submit("me", key, "ceo@example.org", "someone@example.org")
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) || se.Code != 550 {
+		t.Fatalf("foreign From: %v", err)
+	}
+	msgs, _ := db.InboxMessages(context.Background(), ib.ID)
+	if len(msgs) != 1 || msgs[0].Direction != "outbound" || msgs[0].State != "captured" || msgs[0].Subject != "submitted" {
+		t.Fatalf("submitted message: %+v", msgs)
+	}
+
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"send", "--url", "http://" + s.http, "--data", data, "--to", "bob@example.com",
+		"--subject", "from the CLI", "--text", "hi"}, func(string) string { return "" }, &out, io.Discard)
+	if err != nil || !strings.Contains(out.String(), `"result":"queued"`) {
+		t.Fatalf("inboxd send: %v %s", err, out.String())
+	}
+}
+
+// An idempotent send survives kill -9: after a restart the same request
+// answers the original message_id and thread_id, and the message is
+// delivered once.
+func TestIdempotentSendSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin := buildBinary(t)
+	data := t.TempDir()
+	cmd, _, httpAddr := startChild(t, bin, data)
+	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
+	c := apiClient{base: "http://" + httpAddr, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	ctx := context.Background()
+	var me struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
+		t.Fatal(err)
+	}
+	var inboxes struct{ Data []struct{ ID string } }
+	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/inboxes", nil, "", &inboxes); err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID
+	// To itself: the local copy lands in the sender's thread as an echo,
+	// where a long-poll can wait for it.
+	body := map[string]any{"to": []string{"inbox@localhost"}, "subject": "once", "text": "exactly once"}
+	var first map[string]any
+	if err := c.do(ctx, "POST", base+"/messages", body, "crash-1", &first); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	_, _, httpAddr = startChild(t, bin, data)
+	c.base = "http://" + httpAddr
+	var again map[string]any
+	if err := c.do(ctx, "POST", base+"/messages", body, "crash-1", &again); err != nil {
+		t.Fatal(err)
+	}
+	if again["message_id"] != first["message_id"] || again["thread_id"] != first["thread_id"] {
+		t.Fatalf("after restart: %v, first: %v", again, first)
+	}
+	thread := base + "/threads/" + first["thread_id"].(string) + "/messages"
+	var page struct {
+		Data []struct {
+			Direction string
+			Echo      bool
+		}
+	}
+	if err := c.do(ctx, "GET", thread+"?after_sequence=1&wait=30", nil, "", &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 1 || !page.Data[0].Echo {
+		t.Fatalf("local copy: %+v", page)
+	}
+	if err := c.do(ctx, "GET", thread+"?after_sequence=2&wait=1", nil, "", &page); err != nil || len(page.Data) != 0 {
+		t.Fatalf("delivered twice: %+v %v", page, err)
 	}
 }

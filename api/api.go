@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -28,6 +29,10 @@ type Config struct {
 	Now          func() time.Time
 	Logger       *slog.Logger
 	Metrics      prometheus.Gatherer
+	// Sender is the send path (composition, routes, approval gate).
+	Sender *outbound.Service
+	// MaxSendBytes bounds a send request body (attachments arrive base64).
+	MaxSendBytes int64
 }
 
 // Server serves the API.
@@ -37,6 +42,10 @@ type Server struct {
 	now     func() time.Time
 	secret  []byte
 	maxBody int64
+
+	sender      *outbound.Service
+	maxSendBody int64
+	flight      inFlight
 }
 
 // New returns the HTTP handler.
@@ -57,7 +66,14 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes}
+	if cfg.Sender == nil {
+		cfg.Sender = outbound.NewService(db, outbound.Config{Now: cfg.Now})
+	}
+	if cfg.MaxSendBytes == 0 {
+		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
+	}
+	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
+		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}}}
 	return s.routes(cfg), nil
 }
 
@@ -70,7 +86,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
 	r.Get("/v1/openapi.json", s.openapi)
 
 	r.Group(func(r chi.Router) {
@@ -93,10 +109,15 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.need("messages:read", s.threadMessages))
 			r.Get("/inboxes/{inbox_id}/messages", s.need("messages:read", s.inboxMessages))
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.need("messages:read", s.getMessage))
+			r.Post("/inboxes/{inbox_id}/messages", s.need("messages:send", s.send))
 			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.need("messages:delete", s.deleteMessage))
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.need("messages:read", s.getBody))
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.need("messages:raw", s.getRaw))
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.need("messages:read", s.getAttachment))
+			r.Get("/inboxes/{inbox_id}/approvals", s.need("approvals:read", s.listApprovals))
+			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.need("approvals:read", s.getApproval))
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.need("approvals:write", s.decide(true)))
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.need("approvals:write", s.decide(false)))
 			r.Get("/keys", s.need("keys:write", s.listKeys))
 			r.Post("/keys", s.need("keys:write", s.createKey))
 			r.Delete("/keys/{key_id}", s.need("keys:write", s.revokeKey))

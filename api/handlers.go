@@ -323,13 +323,15 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	out := listJSON[threadMessageJSON]{Data: []threadMessageJSON{}}
 	page := msgs[:min(limit, len(msgs))]
-	atts, err := s.db.AttachmentsOf(r.Context(), messageIDs(page))
+	atts, dels, err := s.extras(r, page)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	for _, m := range page {
-		out.Data = append(out.Data, threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID]), Sequence: m.Sequence})
+		out.Data = append(out.Data, threadMessageJSON{
+			messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]), Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID]),
+		})
 	}
 	if len(msgs) > limit {
 		out.HasMore = true
@@ -342,12 +344,23 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func messageIDs(ms []store.Message) []string {
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
+// extras loads the attachments of a page of messages, and the recipients'
+// delivery statuses of its outbound ones, in two queries.
+func (s *Server) extras(r *http.Request, page []store.Message) (map[string][]store.Attachment, map[string][]store.DeliveryStatus, error) {
+	ids := make([]string, 0, len(page))
+	var out []string
+	for _, m := range page {
+		ids = append(ids, m.ID)
+		if m.Direction == "outbound" {
+			out = append(out, m.ID)
+		}
 	}
-	return ids
+	atts, err := s.db.AttachmentsOf(r.Context(), ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	dels, err := s.db.DeliveriesOf(r.Context(), out)
+	return atts, dels, err
 }
 
 func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
@@ -386,14 +399,14 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := msgs[:min(limit, len(msgs))]
-	atts, err := s.db.AttachmentsOf(r.Context(), messageIDs(page))
+	atts, dels, err := s.extras(r, page)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	out := listJSON[messageJSON]{Data: []messageJSON{}}
 	for _, m := range page {
-		out.Data = append(out.Data, messageObject(m, ib.Environment, atts[m.ID]))
+		out.Data = append(out.Data, messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]))
 	}
 	if len(msgs) > limit {
 		out.HasMore = true
@@ -426,12 +439,12 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, err := s.db.Attachments(r.Context(), m.ID)
+	atts, dels, err := s.extras(r, []store.Message{m})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageObject(m, ib.Environment, atts))
+	writeJSON(w, http.StatusOK, messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]))
 }
 
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {

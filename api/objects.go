@@ -162,7 +162,21 @@ type threadMessageJSON struct {
 	DeliveryStatus *string `json:"delivery_status"`
 }
 
-func messageObject(m store.Message, environment string, atts []store.Attachment) messageJSON {
+// firstToStatus is the status of the first To recipient (SPEC §5.4); null
+// for inbound messages.
+func firstToStatus(dels []store.DeliveryStatus) *string {
+	for _, d := range dels {
+		if d.Type == "to" {
+			s := d.Status
+			return &s
+		}
+	}
+	return nil
+}
+
+// messageObject renders a message; dels are an outbound message's
+// recipients with their delivery status.
+func messageObject(m store.Message, environment string, atts []store.Attachment, dels []store.DeliveryStatus) messageJSON {
 	o := messageJSON{
 		ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Direction: m.Direction, Subject: m.Subject, Preview: m.Preview,
 		State: m.State, Environment: environment, Simulated: m.Simulated, Echo: m.Echo,
@@ -179,10 +193,17 @@ func messageObject(m store.Message, environment string, atts []store.Attachment)
 		o.Bcc = []addressJSON{} // SPEC §5.4: never shown for inbound mail
 	}
 	o.Recipients = make([]recipientJSON, 0, len(m.To)+len(m.Cc)+len(m.Bcc))
+	for _, d := range dels {
+		status := d.Status
+		o.Recipients = append(o.Recipients, recipientJSON{Email: d.Email, Type: d.Type, DeliveryStatus: &status})
+	}
 	for _, l := range []struct {
 		typ string
 		as  []addressJSON
 	}{{"to", o.To}, {"cc", o.Cc}, {"bcc", o.Bcc}} {
+		if len(dels) > 0 {
+			break
+		}
 		for _, a := range l.as {
 			o.Recipients = append(o.Recipients, recipientJSON{Email: a.Email, Type: l.typ})
 		}

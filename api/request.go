@@ -16,11 +16,17 @@ import (
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxBody))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err := decodeError(dec.Decode(v))
+	if err == nil && dec.More() {
+		return badRequest("", "Request body must hold a single JSON object.")
+	}
+	return err
+}
+
+// decodeError turns a JSON decoding error into a 400 that names the field
+// (or a 413 for an oversized body).
+func decodeError(err error) error {
 	if err == nil {
-		if dec.More() {
-			return badRequest("", "Request body must hold a single JSON object.")
-		}
 		return nil
 	}
 	var syntax *json.SyntaxError

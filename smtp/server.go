@@ -33,9 +33,15 @@ const (
 
 // Store is what the server needs from the database.
 type Store interface {
-	InboxByAddress(ctx context.Context, address string) (store.Inbox, error)
+	LookupRecipient(ctx context.Context, address string) (store.Inbox, string, error)
 	KeyByToken(ctx context.Context, token string) (store.Key, error)
 	Ingest(ctx context.Context, in *store.Incoming) ([]store.Delivered, error)
+}
+
+// Submitter sends what an authenticated client submits through the send
+// path (SPEC §6): routes, approval gate and the durable queue.
+type Submitter interface {
+	Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) (store.SendResult, error)
 }
 
 // Config configures the inbound server.
@@ -56,6 +62,10 @@ type Config struct {
 	Domains       []string
 	Now           func() time.Time
 	Logger        *slog.Logger
+	// Submitter takes mail from sessions authenticated with an API key that
+	// has messages:send and addresses recipients outside the gateway; nil
+	// refuses such recipients like any unknown address.
+	Submitter Submitter
 }
 
 // Server is the inbound SMTP server.
@@ -142,17 +152,19 @@ type session struct {
 	conn     *gosmtp.Conn
 	remoteIP string
 	authUser string
+	key      *store.Key // set by AUTH with an API key that has messages:send
 
-	from    string
-	size    int64
-	rcpts   []string
-	targets []store.Target
+	external bool // some recipient is outside the gateway (submission)
+	from     string
+	size     int64
+	rcpts    []string
+	targets  []store.Target
 }
 
 var _ gosmtp.AuthSession = (*session)(nil)
 
 func (ss *session) Reset() {
-	ss.from, ss.size, ss.rcpts, ss.targets = "", 0, nil, nil
+	ss.from, ss.size, ss.rcpts, ss.targets, ss.external = "", 0, nil, nil, false
 }
 
 func (ss *session) Logout() error { return nil }
@@ -187,7 +199,7 @@ func (ss *session) authenticate(username, password string) error {
 	if err != nil {
 		return ss.s.reply("auth", err)
 	}
-	ss.authUser = k.ID
+	ss.authUser, ss.key = k.ID, &k
 	return nil
 }
 
@@ -212,6 +224,13 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
 	t, err := ss.s.resolve(ctx, addr, local, domain)
+	if ss.key != nil && ss.s.cfg.Submitter != nil && (errors.Is(err, errUnknownRecipient) || err == nil && t.InboxID == "") {
+		// An authenticated submitter may address the world; the send path
+		// decides each recipient's route.
+		ss.external = true
+		ss.rcpts = append(ss.rcpts, to)
+		return nil
+	}
 	if err != nil {
 		return ss.s.reply("rcpt", err)
 	}
@@ -223,23 +242,16 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 // resolve maps a recipient to an inbox: the exact address, else user@domain
 // for user+tag@domain, else (policy permitting) an inbox to create.
 func (s *Server) resolve(ctx context.Context, addr, local, domain string) (store.Target, error) {
-	ib, err := s.store.InboxByAddress(ctx, addr)
+	ib, tag, err := s.store.LookupRecipient(ctx, addr)
 	if err == nil {
-		return store.Target{InboxID: ib.ID, Address: ib.Address}, nil
+		return store.Target{InboxID: ib.ID, Address: ib.Address, Tag: tag}, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return store.Target{}, err
 	}
-	base, tag := addr, ""
+	base := addr
 	if user, t, ok := strings.Cut(local, "+"); ok && user != "" {
 		base, tag = user+"@"+domain, t
-		ib, err := s.store.InboxByAddress(ctx, base)
-		if err == nil {
-			return store.Target{InboxID: ib.ID, Address: ib.Address, Tag: tag}, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return store.Target{}, err
-		}
 	}
 	switch {
 	case s.cfg.Accept == AcceptAny,
@@ -269,6 +281,12 @@ func (ss *session) Data(r io.Reader) error {
 }
 
 func (ss *session) deliver(raw []byte) error {
+	if ss.external {
+		ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
+		defer cancel()
+		_, err := ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
+		return err
+	}
 	received := ss.s.now()
 	parsed := message.Parse(raw)
 	tlsState, isTLS := ss.conn.TLSConnectionState()

@@ -50,7 +50,7 @@ func deferMessage(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag str
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO deferred_messages (inbox_id, address_tag, raw_sha256, raw, trace, envelope, simulated, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		inboxID, nullIfEmpty(tag), p.hash, p.in.Raw, p.in.Trace, string(env), p.in.Simulated, ms(p.in.ReceivedAt))
+		inboxID, nullIfEmpty(tag), p.hash, p.in.Raw, append([]byte{}, p.in.Trace...), string(env), p.in.Simulated, ms(p.in.ReceivedAt))
 	if err != nil {
 		return fmt.Errorf("defer message: %w", err)
 	}
@@ -146,46 +146,6 @@ func (db *DB) DeferredCount(ctx context.Context) (int, time.Time, error) {
 		return n, time.Time{}, nil
 	}
 	return n, fromMS(oldest.Int64), nil
-}
-
-// Outgoing is an outbound message row. The send path composes and queues
-// it; tests create unconfirmed ones to exercise the deferred lookup.
-type Outgoing struct {
-	InboxID      string
-	RFCMessageID string // without angle brackets
-	Subject      string
-	To           []message.Address
-	// Confirmed is false while the final Message-ID is unknown (queued, or
-	// handed to a relay that rewrites ids).
-	Confirmed bool
-}
-
-// StoreOutbound stores an outbound message in a new thread.
-func (db *DB) StoreOutbound(ctx context.Context, o Outgoing) (Delivered, error) {
-	var d Delivered
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		now := db.now()
-		d = Delivered{InboxID: o.InboxID, ThreadID: db.newID("thd_"), MessageID: db.newID("msg_"), Sequence: 1, Match: "new"}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, inbox_id, subject, message_count, last_sequence, last_message_at,
-				last_message_direction, created_at) VALUES (?, ?, ?, 1, 1, ?, 'outbound', ?)`,
-			d.ThreadID, o.InboxID, o.Subject, ms(now), ms(now)); err != nil {
-			return fmt.Errorf("insert thread: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, subject, preview,
-				to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, in_reply_to_json, references_json, thread_match,
-				raw_size, created_at, message_id_confirmed)
-			VALUES (?, ?, ?, 1, 'outbound', 'queued', ?, '', ?, '[]', '[]', '[]', ?, '[]', '[]', 'new', 0, ?, ?)`,
-			d.MessageID, o.InboxID, d.ThreadID, o.Subject, jsonList(o.To), o.RFCMessageID, ms(now), o.Confirmed); err != nil {
-			return fmt.Errorf("insert outbound: %w", err)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`,
-			o.InboxID, o.RFCMessageID, d.MessageID)
-		return err
-	})
-	if err != nil {
-		return Delivered{}, fmt.Errorf("store outbound: %w", err)
-	}
-	return d, nil
 }
 
 // ConfirmMessageID records the final Message-ID of an outbound message (an

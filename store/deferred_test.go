@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/inboxd/inboxd/message"
 )
 
 // fakeClock is the injectable clock: tests move time, nothing sleeps.
@@ -40,6 +38,21 @@ func openAt(t *testing.T, path string, clock *fakeClock) (db *DB, stop func()) {
 	return db, stop
 }
 
+// sendUnconfirmed queues a send to a relay that has not answered yet: its
+// Message-ID is not final.
+func sendUnconfirmed(t *testing.T, db *DB, inboxID, rfcID string) SendResult {
+	t.Helper()
+	raw := "From: inbox@localhost\r\nTo: sales@supplier.example\r\nMessage-ID: <" + rfcID + ">\r\nSubject: quote\r\n\r\nPrice?\r\n"
+	res, err := db.Send(context.Background(), SendRequest{
+		Out:    Outgoing{InboxID: inboxID, Raw: []byte(raw), Recipients: []Recipient{{Email: "sales@supplier.example", Type: "to", Route: "relay"}}},
+		Answer: func(SendResult) (int, []byte, error) { return 202, nil, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func receivedAt(inboxID, raw string, at time.Time) *Incoming {
 	in := incoming(inboxID, raw)
 	in.ReceivedAt = at
@@ -66,11 +79,7 @@ func TestDeferredLookup(t *testing.T) {
 		t.Fatalf("without pending send: %+v %v", d, err)
 	}
 
-	out, err := db.StoreOutbound(ctx, Outgoing{InboxID: inbox, RFCMessageID: "local-1@localhost", Subject: "quote",
-		To: []message.Address{{Email: "sales@supplier.example"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := sendUnconfirmed(t, db, inbox, "local-1@localhost")
 	// A reply to the id the relay will assign arrives before the relay's 250.
 	d, err = db.Ingest(ctx, receivedAt(inbox, deferredReply, clock.Now()))
 	if err != nil || !d[0].Deferred {
@@ -116,9 +125,7 @@ func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.StoreOutbound(ctx, Outgoing{InboxID: b.Inbox.ID, RFCMessageID: "local-2@localhost", Subject: "q"}); err != nil {
-		t.Fatal(err)
-	}
+	sendUnconfirmed(t, db, b.Inbox.ID, "local-2@localhost")
 	received := clock.Now()
 	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, received))
 	if err != nil || !d[0].Deferred {
@@ -161,9 +168,7 @@ func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
 	db, _ := openAt(t, filepath.Join(t.TempDir(), "inboxd.db"), clock)
 	ctx := context.Background()
 	b, _, _ := db.Bootstrap(ctx)
-	if _, err := db.StoreOutbound(ctx, Outgoing{InboxID: b.Inbox.ID, RFCMessageID: "old@localhost", Subject: "q"}); err != nil {
-		t.Fatal(err)
-	}
+	sendUnconfirmed(t, db, b.Inbox.ID, "old@localhost")
 	clock.Advance(DeferWindow)
 	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, clock.Now()))
 	if err != nil || d[0].Deferred {

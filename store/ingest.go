@@ -382,7 +382,6 @@ func (f txFinder) Link(id string) (string, bool, error) {
 // mayDefer is set and the deferred parent lookup applies, it writes nothing
 // and returns Deferred.
 func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string, mayDefer bool) (Delivered, error) {
-	m := p.in.Parsed
 	res, err := thread.Assign(txFinder{ctx, tx, inboxID}, thread.Input{
 		OwnID: p.own, Candidates: p.candidates, Hash: hex.EncodeToString(p.hash), Inbound: true,
 	})
@@ -401,31 +400,64 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 			return Delivered{InboxID: inboxID, Deferred: true}, nil
 		}
 	}
-	now := p.in.ReceivedAt
-	threadID := res.ThreadID
+	return db.insertMessage(ctx, tx, p, messageRow{
+		inboxID: inboxID, threadID: res.ThreadID, direction: "inbound", state: "received", match: res.Match,
+		echo: res.Echo, tag: tag, bcc: "[]", confirmed: true, createdAt: p.in.ReceivedAt, links: res.Links,
+	})
+}
+
+// messageRow is what differs between storing an inbound and an outbound
+// message; everything else comes from the prepared message.
+type messageRow struct {
+	inboxID    string
+	threadID   string // "" opens a new thread
+	direction  string
+	state      string
+	match      thread.Match
+	echo       bool
+	tag        string
+	bcc        string // JSON list
+	confirmed  bool   // the Message-ID is final
+	approvalID string
+	createdAt  time.Time
+	links      []string
+}
+
+// insertMessage stores one message and everything that hangs off it, takes
+// the thread's next sequence and records its missing-parent links (SPEC §4
+// step 5 applies to every stored message).
+func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
+	m := p.in.Parsed
+	now := r.createdAt
+	threadID := r.threadID
 	if threadID == "" {
 		threadID = db.newID("thd_")
 		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
-			VALUES (?, ?, ?, ?, 'inbound', ?)`, threadID, inboxID, m.Subject, ms(now), ms(now)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?)`, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
 			return Delivered{}, fmt.Errorf("insert thread: %w", err)
 		}
 	}
 	var seq int64
 	if err := tx.QueryRowContext(ctx, `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
-			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = 'inbound'
-		WHERE id = ? RETURNING last_sequence`, ms(now), m.Preview, threadID).Scan(&seq); err != nil {
+			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?
+		WHERE id = ? RETURNING last_sequence`, ms(now), m.Preview, r.direction, threadID).Scan(&seq); err != nil {
 		return Delivered{}, fmt.Errorf("next sequence: %w", err)
 	}
 	id := db.newID("msg_")
 	var rowid int64
+	var hash any = p.hash
+	if r.direction == "outbound" {
+		hash = nil // duplicates are an inbound notion
+	}
 	if err := tx.QueryRowContext(ctx, `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
-			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at)
-		VALUES (?, ?, ?, ?, 'inbound', 'received', ?, ?, ?, ?, ?, ?, ?, '[]', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
+			message_id_confirmed, approval_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING rowid`,
-		id, inboxID, threadID, seq, p.in.Simulated, res.Echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
-		p.cols.to, p.cols.cc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(res.Match),
-		nullIfEmpty(tag), nullIfEmpty(m.ParseError), p.hash, len(p.in.Raw), ms(now)).Scan(&rowid); err != nil {
+		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
+		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
+		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, len(p.in.Raw), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	raw := make([]byte, 0, len(p.in.Trace)+len(p.in.Raw))
@@ -445,24 +477,26 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 			return Delivered{}, fmt.Errorf("insert attachment: %w", err)
 		}
 	}
-	env := p.in.Envelope
-	rcpts, _ := json.Marshal(nonNil(env.RcptTo))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
-		return Delivered{}, fmt.Errorf("insert envelope: %w", err)
+	if r.direction == "inbound" {
+		env := p.in.Envelope
+		rcpts, _ := json.Marshal(nonNil(env.RcptTo))
+		if _, err := tx.ExecContext(ctx, `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
+			return Delivered{}, fmt.Errorf("insert envelope: %w", err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`,
-		inboxID, p.own, id); err != nil {
+		r.inboxID, p.own, id); err != nil {
 		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`,
 		rowid, p.fts[0], p.fts[1], p.fts[2]); err != nil {
 		return Delivered{}, fmt.Errorf("index message: %w", err)
 	}
-	if err := recordLinks(ctx, tx, inboxID, threadID, p.own, res.Links); err != nil {
+	if err := recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links); err != nil {
 		return Delivered{}, err
 	}
-	return Delivered{InboxID: inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: res.Match}, nil
+	return Delivered{InboxID: r.inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: r.match}, nil
 }
 
 // recordLinks applies SPEC §4 step 5: unresolved candidates become

@@ -1,10 +1,19 @@
--- user_version = 2
+-- user_version = 3
+
+-- index approvals_inbox
+CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
 
 -- index attachments_message
 CREATE INDEX attachments_message ON attachments(message_id, position);
 
 -- index deferred_messages_inbox
 CREATE INDEX deferred_messages_inbox ON deferred_messages(inbox_id, raw_sha256);
+
+-- index deliveries_due
+CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+
+-- index deliveries_message
+CREATE INDEX deliveries_message ON deliveries(message_id, id);
 
 -- index inboxes_project
 CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
@@ -42,6 +51,21 @@ CREATE TABLE api_keys (
 	revoked_at   INTEGER
 ) STRICT;
 
+-- table approvals
+CREATE TABLE approvals (
+	id           TEXT PRIMARY KEY,
+	inbox_id     TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	draft_id     TEXT NOT NULL REFERENCES drafts(id) ON DELETE CASCADE,
+	draft_sha256 BLOB NOT NULL,
+	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+	requested_at INTEGER NOT NULL,
+	decided_at   INTEGER,
+	decided_by   TEXT,
+	reason       TEXT,
+	message_id   TEXT,
+	thread_id    TEXT
+) STRICT;
+
 -- table attachments
 CREATE TABLE attachments (
 	id           TEXT PRIMARY KEY,
@@ -77,6 +101,31 @@ CREATE TABLE deferred_messages (
 	received_at INTEGER NOT NULL
 ) STRICT;
 
+-- table deliveries
+CREATE TABLE deliveries (
+	id              INTEGER PRIMARY KEY,
+	message_id      TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	email           TEXT NOT NULL,
+	type            TEXT NOT NULL CHECK (type IN ('to', 'cc', 'bcc')),
+	route           TEXT NOT NULL CHECK (route IN ('local', 'capture', 'relay')),
+	status          TEXT NOT NULL,
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at INTEGER,
+	first_attempt_at INTEGER,
+	smtp_code       INTEGER,
+	smtp_message    TEXT,
+	updated_at      INTEGER NOT NULL
+) STRICT;
+
+-- table drafts
+CREATE TABLE drafts (
+	id         TEXT PRIMARY KEY,
+	inbox_id   TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+	send       TEXT NOT NULL, -- JSON of the composed send (addresses, subject, bodies, attachment metadata, threading)
+	raw        BLOB NOT NULL, -- the exact bytes that go out on approval
+	created_at INTEGER NOT NULL
+) STRICT;
+
 -- table envelopes
 CREATE TABLE envelopes (
 	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
@@ -87,6 +136,17 @@ CREATE TABLE envelopes (
 	tls        INTEGER NOT NULL,
 	auth_user  TEXT
 ) STRICT;
+
+-- table idempotency_keys
+CREATE TABLE idempotency_keys (
+	project_id   TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	key          TEXT NOT NULL,
+	request_hash BLOB NOT NULL,
+	status       INTEGER NOT NULL,
+	response     BLOB NOT NULL,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (project_id, key)
+) STRICT, WITHOUT ROWID;
 
 -- table inboxes
 CREATE TABLE inboxes (
@@ -134,7 +194,7 @@ CREATE TABLE messages (
 	raw_sha256               BLOB,          -- of the bytes as received, for duplicate detection
 	raw_size                 INTEGER NOT NULL,
 	created_at               INTEGER NOT NULL,
-	deleted_at               INTEGER, message_id_confirmed INTEGER NOT NULL DEFAULT 1,
+	deleted_at               INTEGER, message_id_confirmed INTEGER NOT NULL DEFAULT 1, approval_id TEXT,
 	UNIQUE (thread_id, sequence)
 ) STRICT;
 

@@ -1,0 +1,212 @@
+// Package outbound owns sending: validating and composing a message (MIME,
+// Message-ID, threading headers), choosing each recipient's route and the
+// approval gate, and the delivery worker that drains the durable queue to
+// local inboxes and to the relay.
+package outbound
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	gomail "github.com/emersion/go-message/mail"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+// Attachment is a file to send.
+type Attachment struct {
+	Filename    string
+	ContentType string
+	Data        []byte
+}
+
+// Draft is everything Compose needs; ids are without angle brackets.
+type Draft struct {
+	From            message.Address
+	To, Cc, ReplyTo []message.Address
+	Subject         string
+	Text, HTML      string
+	Attachments     []Attachment
+	Headers         map[string]string
+	MessageID       string
+	InReplyTo       string
+	References      []string
+	Date            time.Time
+}
+
+// NewMessageID returns a fresh id at domain: 128 random bits, so it is
+// unique without coordination.
+func NewMessageID(domain string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])) + "@" + domain
+}
+
+func toMailAddrs(as []message.Address) []*gomail.Address {
+	out := make([]*gomail.Address, len(as))
+	for i, a := range as {
+		out[i] = &gomail.Address{Name: a.Name, Address: a.Email}
+	}
+	return out
+}
+
+// Compose builds the RFC 5322 message with go-message: CRLF line ends,
+// RFC 2047 headers, quoted-printable text parts, base64 attachments with
+// RFC 2231 filenames, multipart/alternative for text+html and
+// multipart/mixed around it when there are attachments.
+func Compose(d Draft) ([]byte, error) {
+	var h gomail.Header
+	h.SetDate(d.Date)
+	h.SetAddressList("From", toMailAddrs([]message.Address{d.From}))
+	if len(d.To) > 0 {
+		h.SetAddressList("To", toMailAddrs(d.To))
+	}
+	if len(d.Cc) > 0 {
+		h.SetAddressList("Cc", toMailAddrs(d.Cc))
+	}
+	if len(d.ReplyTo) > 0 {
+		h.SetAddressList("Reply-To", toMailAddrs(d.ReplyTo))
+	}
+	h.SetSubject(d.Subject)
+	h.SetMessageID(d.MessageID)
+	if d.InReplyTo != "" {
+		h.SetMsgIDList("In-Reply-To", []string{d.InReplyTo})
+	}
+	if len(d.References) > 0 {
+		h.SetMsgIDList("References", d.References)
+	}
+	h.Set("MIME-Version", "1.0")
+	for k, v := range d.Headers {
+		h.Set(k, v)
+	}
+
+	var buf bytes.Buffer
+	hasText, hasHTML := d.Text != "", d.HTML != ""
+	if !hasText && !hasHTML {
+		hasText = true // an empty text/plain body, never a body-less message
+	}
+	writeBodies := func(iw *gomail.InlineWriter) error {
+		if hasText {
+			if err := writePart(iw, "text/plain", d.Text); err != nil {
+				return err
+			}
+		}
+		if hasHTML {
+			return writePart(iw, "text/html", d.HTML)
+		}
+		return nil
+	}
+	switch {
+	case len(d.Attachments) == 0 && !(hasText && hasHTML):
+		ct, body := "text/plain", d.Text
+		if hasHTML {
+			ct, body = "text/html", d.HTML
+		}
+		h.SetContentType(ct, map[string]string{"charset": "utf-8"})
+		h.Set("Content-Transfer-Encoding", "quoted-printable")
+		w, err := gomail.CreateSingleInlineWriter(&buf, h)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+	case len(d.Attachments) == 0:
+		iw, err := gomail.CreateInlineWriter(&buf, h)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		if err := writeBodies(iw); err != nil {
+			return nil, err
+		}
+		if err := iw.Close(); err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+	default:
+		mw, err := gomail.CreateWriter(&buf, h)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		iw, err := mw.CreateInline()
+		if err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		if err := writeBodies(iw); err != nil {
+			return nil, err
+		}
+		if err := iw.Close(); err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+		for _, a := range d.Attachments {
+			var ah gomail.AttachmentHeader
+			ah.SetContentType(a.ContentType, nil)
+			ah.SetFilename(a.Filename)
+			w, err := mw.CreateAttachment(ah)
+			if err != nil {
+				return nil, fmt.Errorf("compose attachment: %w", err)
+			}
+			if _, err := w.Write(a.Data); err != nil {
+				return nil, fmt.Errorf("compose attachment: %w", err)
+			}
+			if err := w.Close(); err != nil {
+				return nil, fmt.Errorf("compose attachment: %w", err)
+			}
+		}
+		if err := mw.Close(); err != nil {
+			return nil, fmt.Errorf("compose: %w", err)
+		}
+	}
+	// A message ends with a line break, so the stored bytes are exactly
+	// what SMTP carries (RFC 5321 §4.1.1.4).
+	if !bytes.HasSuffix(buf.Bytes(), []byte("\r\n")) {
+		buf.WriteString("\r\n")
+	}
+	return buf.Bytes(), nil
+}
+
+func writePart(iw *gomail.InlineWriter, ct, body string) error {
+	var ph gomail.InlineHeader
+	ph.SetContentType(ct, map[string]string{"charset": "utf-8"})
+	w, err := iw.CreatePart(ph)
+	if err != nil {
+		return fmt.Errorf("compose %s: %w", ct, err)
+	}
+	if _, err := io.WriteString(w, body); err != nil {
+		return fmt.Errorf("compose %s: %w", ct, err)
+	}
+	return w.Close()
+}
+
+// ReplySubject is "Re: " + subject, without stacking prefixes.
+func ReplySubject(subject string) string {
+	s := strings.TrimSpace(subject)
+	lower := strings.ToLower(s)
+	for _, p := range []string{"re:", "re :", "aw:", "sv:", "antw:"} {
+		if strings.HasPrefix(lower, p) {
+			return s
+		}
+	}
+	return "Re: " + s
+}
+
+// maxReferences bounds the References header of a reply; RFC 5322 §3.6.4
+// allows trimming, and keeping the first id keeps the thread's root.
+const maxReferences = 20
+
+// ReplyReferences is the parent's References plus the parent's id, trimmed
+// from the front (keeping the first) when too long.
+func ReplyReferences(parentRefs []string, parentID string) []string {
+	refs := append(append([]string{}, parentRefs...), parentID)
+	if len(refs) <= maxReferences {
+		return refs
+	}
+	return append([]string{refs[0]}, refs[len(refs)-maxReferences+1:]...)
+}

@@ -1,0 +1,472 @@
+package outbound
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/smtp"
+	"github.com/inboxd/inboxd/store"
+)
+
+// fakeRelay is a real go-smtp server on loopback with STARTTLS and AUTH,
+// scripted per test: replies[n] answers the n-th DATA (250 when past the
+// end), and rcptCode answers RCPT for an address.
+type fakeRelay struct {
+	mu       sync.Mutex
+	replies  []*gosmtp.SMTPError
+	rcptCode map[string]*gosmtp.SMTPError
+	okText   string
+	got      []relayed
+	datas    int
+	addr     string
+	caFile   string
+	srv      *gosmtp.Server
+	received chan struct{}
+}
+
+type relayed struct {
+	from  string
+	rcpts []string
+	raw   []byte
+	tls   bool
+	user  string
+}
+
+type relaySession struct {
+	r     *fakeRelay
+	c     *gosmtp.Conn
+	cur   relayed
+	authd bool
+}
+
+func (s *relaySession) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *relaySession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != "relayuser" || pass != "relaypass" {
+			return gosmtp.ErrAuthFailed
+		}
+		s.authd, s.cur.user = true, user
+		return nil
+	}), nil
+}
+func (s *relaySession) Reset()        { s.cur = relayed{user: s.cur.user} }
+func (s *relaySession) Logout() error { return nil }
+func (s *relaySession) Mail(from string, _ *gosmtp.MailOptions) error {
+	if !s.authd {
+		return gosmtp.ErrAuthRequired
+	}
+	s.cur.from = from
+	return nil
+}
+func (s *relaySession) Rcpt(to string, _ *gosmtp.RcptOptions) error {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if e := s.r.rcptCode[to]; e != nil {
+		return e
+	}
+	s.cur.rcpts = append(s.cur.rcpts, to)
+	return nil
+}
+func (s *relaySession) Data(r io.Reader) error {
+	raw, _ := io.ReadAll(r)
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	defer func() { s.r.received <- struct{}{} }()
+	n := s.r.datas
+	s.r.datas++
+	if n < len(s.r.replies) && s.r.replies[n] != nil {
+		return s.r.replies[n]
+	}
+	_, s.cur.tls = s.c.TLSConnectionState()
+	s.cur.raw = raw
+	s.r.got = append(s.r.got, s.cur)
+	if s.r.okText != "" {
+		return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: s.r.okText}
+	}
+	return nil
+}
+
+func startRelay(t *testing.T) *fakeRelay {
+	t.Helper()
+	certPEM, keyPEM, err := smtp.SelfSignedCert("relay.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, certPEM, 0o600)
+	tc, err := smtp.SelfSignedTLS("unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Certificates = nil
+	cert, err := tlsPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Certificates = append(tc.Certificates, cert)
+	r := &fakeRelay{rcptCode: map[string]*gosmtp.SMTPError{}, caFile: caFile, received: make(chan struct{}, 100)}
+	r.srv = gosmtp.NewServer(gosmtp.BackendFunc(func(c *gosmtp.Conn) (gosmtp.Session, error) { return &relaySession{r: r, c: c}, nil }))
+	r.srv.TLSConfig = tc
+	r.srv.Domain = "relay.test"
+	r.srv.ErrorLog = slogPrinter{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = l.Addr().String()
+	go r.srv.Serve(l)
+	t.Cleanup(func() { r.srv.Close() })
+	return r
+}
+
+type slogPrinter struct{}
+
+func (slogPrinter) Printf(string, ...any) {}
+func (slogPrinter) Println(...any)        {}
+
+type env struct {
+	db     *store.DB
+	boot   store.Bootstrapped
+	svc    *Service
+	worker *Worker
+	stop   func()
+}
+
+func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := WorkerConfig{Relay: relay, RetrySchedule: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if pattern != "" {
+		cfg.MessageIDPattern = regexp.MustCompile(pattern)
+		cfg.MessageIDFormat = "%s@email.amazonses.com"
+	}
+	w := NewWorker(db, cfg)
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { db.Run(runCtx) })
+	wg.Go(func() { w.Run(runCtx) })
+	e := &env{db: db, boot: boot, svc: NewService(db, Config{Mode: mode, MaxRecipients: 100}), worker: w}
+	var once sync.Once
+	e.stop = func() { once.Do(func() { cancel(); wg.Wait(); db.Close() }) }
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *env) send(t *testing.T, r Request) store.SendResult {
+	t.Helper()
+	ctx := context.Background()
+	if r.Inbox.ID == "" {
+		r.Inbox = e.boot.Inbox
+	}
+	p, err := e.svc.Prepare(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.db.Send(ctx, store.SendRequest{ProjectID: e.boot.ProjectID, Out: p.Out, Hold: p.Hold,
+		Answer: func(store.SendResult) (int, []byte, error) { return 202, nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// waitState waits, woken by commits, until the message reaches state.
+func (e *env) waitState(t *testing.T, inboxID, messageID, state string) store.Message {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		changed := e.db.Changed()
+		m, err := e.db.GetMessage(context.Background(), inboxID, messageID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.State == state {
+			return m
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("message %s stuck in %s, want %s", messageID, m.State, state)
+		}
+	}
+}
+
+func subject(s string) *string { return &s }
+
+func relayFor(t *testing.T, r *fakeRelay) *smtp.Relay {
+	t.Helper()
+	rl, err := smtp.NewRelay(smtp.RelayConfig{URL: "smtp://relayuser:relaypass@" + r.addr, CAFile: r.caFile, Hostname: "inboxd.test", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rl
+}
+
+func TestComposeParsesEverywhere(t *testing.T) {
+	raw, err := Compose(Draft{
+		From: message.Address{Email: "agent@localhost", Name: "Agent Ünïcode"}, To: []message.Address{{Email: "a@example.com", Name: "A, B"}},
+		Subject: "Grüße — " + strings.Repeat("long subject ", 20), Text: "Hallo,\r\n" + strings.Repeat("x", 2000) + "\r\n", HTML: "<p>Hallo</p>",
+		Attachments: []Attachment{{Filename: "Angebot für Ann.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4")}},
+		Headers:     map[string]string{"X-Campaign": "q4"}, MessageID: "m1@localhost", InReplyTo: "p@x", References: []string{"r@x", "p@x"},
+		Date: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range bytes.Split(raw, []byte("\r\n")) {
+		if len(line) > 998 || bytes.ContainsRune(line, '\n') {
+			t.Fatalf("line %d is %d bytes or has a bare LF", i, len(line))
+		}
+	}
+	p := message.Parse(raw)
+	if p.ParseError != "" || p.Subject != "Grüße — "+strings.TrimSpace(strings.Repeat("long subject ", 20)) && !strings.HasPrefix(p.Subject, "Grüße") ||
+		!strings.HasPrefix(p.Text, "Hallo,") || !strings.Contains(p.HTML, "Hallo") || len(p.Attachments) != 1 ||
+		p.Attachments[0].Filename != "Angebot für Ann.pdf" || p.From.Name != "Agent Ünïcode" {
+		t.Fatalf("go parse: %+v", p)
+	}
+	script := `
+import email, email.policy, json, sys
+m = email.message_from_bytes(sys.stdin.buffer.read(), policy=email.policy.default)
+atts = [a.get_filename() for a in m.iter_attachments()]
+print(json.dumps({"subject": str(m["subject"]), "from": str(m["from"]), "text": m.get_body(("plain",)).get_content(),
+  "html": m.get_body(("html",)).get_content(), "atts": atts, "irt": str(m["in-reply-to"]), "refs": str(m["references"]),
+  "defects": len(m.defects)}))
+`
+	cmd := exec.Command("python3", "-c", script)
+	cmd.Stdin = bytes.NewReader(raw)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python email: %v", err)
+	}
+	var py struct {
+		Subject, From, Text, HTML, Irt, Refs string
+		Atts                                 []string
+		Defects                              int
+	}
+	json.Unmarshal(out, &py)
+	if !strings.HasPrefix(py.Subject, "Grüße — long subject") || py.From != `Agent Ünïcode <agent@localhost>` ||
+		!strings.HasPrefix(py.Text, "Hallo,") || len(py.Atts) != 1 || py.Atts[0] != "Angebot für Ann.pdf" ||
+		py.Irt != "<p@x>" || py.Refs != "<r@x> <p@x>" || py.Defects != 0 {
+		t.Fatalf("python parse: %s", out)
+	}
+}
+
+func TestReplyHelpers(t *testing.T) {
+	for in, want := range map[string]string{"Quote": "Re: Quote", "Re: Quote": "Re: Quote", "RE: x": "RE: x", "AW: x": "AW: x"} {
+		if got := ReplySubject(in); got != want {
+			t.Errorf("ReplySubject(%q) = %q", in, got)
+		}
+	}
+	var long []string
+	for i := range 50 {
+		long = append(long, fmt.Sprintf("r%d@x", i))
+	}
+	refs := ReplyReferences(long, "p@x")
+	if len(refs) != maxReferences || refs[0] != "r0@x" || refs[len(refs)-1] != "p@x" || refs[1] != "r32@x" {
+		t.Fatalf("trimmed references: %v", refs)
+	}
+}
+
+func TestRelayRetriesThenSends(t *testing.T) {
+	r := startRelay(t)
+	tmp := &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0}, Message: "try later"}
+	r.replies = []*gosmtp.SMTPError{tmp, tmp}
+	e := newEnv(t, ModeRelay, relayFor(t, r), "")
+	res := e.send(t, Request{To: []message.Address{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "hello"})
+	m := e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	if len(r.got) != 1 || !r.got[0].tls || r.got[0].user != "relayuser" || r.got[0].from != "inbox@localhost" || r.datas != 3 {
+		t.Fatalf("relay saw %+v after %d DATA", r.got, r.datas)
+	}
+	raw, _ := e.db.Raw(context.Background(), m.ID)
+	if !bytes.Equal(r.got[0].raw, raw) {
+		t.Fatalf("relay got other bytes than stored:\n%q\n%q", r.got[0].raw[max(0, len(r.got[0].raw)-40):], raw[max(0, len(raw)-40):])
+	}
+	dels, _ := e.db.DeliveriesOf(context.Background(), []string{m.ID})
+	if len(dels[m.ID]) != 1 || dels[m.ID][0].Status != "sent" {
+		t.Fatalf("deliveries: %+v", dels)
+	}
+}
+
+func TestRelayBounce(t *testing.T) {
+	r := startRelay(t)
+	r.rcptCode["nobody@example.com"] = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+	e := newEnv(t, ModeRelay, relayFor(t, r), "")
+	res := e.send(t, Request{To: []message.Address{{Email: "nobody@example.com"}, {Email: "ok@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusBounced)
+	dels, _ := e.db.DeliveriesOf(context.Background(), []string{res.MessageID})
+	d := dels[res.MessageID]
+	if len(d) != 2 || d[0].Status != "bounced" || *d[0].Code != 550 || *d[0].Message != "5.1.1 no such user" || d[1].Status != "sent" {
+		t.Fatalf("deliveries: %+v %+v", d[0], d[1])
+	}
+}
+
+func TestRelayDownAtFirst(t *testing.T) {
+	// Reserve a port, send while nothing listens, then start the relay there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	r := &fakeRelay{addr: addr}
+	rl, err := smtp.NewRelay(smtp.RelayConfig{URL: "smtp://relayuser:relaypass@" + addr, Insecure: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, ModeRelay, rl, "")
+	res := e.send(t, Request{To: []message.Address{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusDeferred)
+	r.rcptCode = map[string]*gosmtp.SMTPError{}
+	r.received = make(chan struct{}, 10)
+	r.srv = gosmtp.NewServer(gosmtp.BackendFunc(func(c *gosmtp.Conn) (gosmtp.Session, error) { return &relaySession{r: r, c: c}, nil }))
+	r.srv.AllowInsecureAuth = true
+	r.srv.ErrorLog = slogPrinter{}
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go r.srv.Serve(l)
+	defer r.srv.Close()
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+}
+
+// An SES-style relay rewrites the Message-ID; a reply referencing the
+// rewritten id that arrives before the relay's 250 waits, then threads.
+func TestRelayRewritesMessageID(t *testing.T) {
+	r := startRelay(t)
+	r.okText = "Ok 0100018c-rewritten-id"
+	hold := make(chan struct{})
+	r.mu.Lock() // the relay hangs until the reply has arrived
+	go func() { <-hold; r.mu.Unlock() }()
+	e := newEnv(t, ModeRelay, relayFor(t, r), `Ok (\S+)`)
+	res := e.send(t, Request{To: []message.Address{{Email: "sales@supplier.example"}}, Subject: subject("quote"), Text: "price?"})
+
+	reply := "From: sales@supplier.example\r\nMessage-ID: <r1@supplier.example>\r\nIn-Reply-To: <0100018c-rewritten-id@email.amazonses.com>\r\nSubject: Re: quote\r\n\r\n42 EUR\r\n"
+	d, err := e.db.Ingest(context.Background(), &store.Incoming{Raw: []byte(reply), Parsed: message.Parse([]byte(reply)),
+		Targets: []store.Target{{InboxID: e.boot.Inbox.ID}}, ReceivedAt: time.Now()})
+	if err != nil || !d[0].Deferred {
+		t.Fatalf("reply before the relay answered: %+v %v", d, err)
+	}
+	close(hold)
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	deadline := time.After(10 * time.Second)
+	for {
+		changed := e.db.Changed()
+		msgs, _ := e.db.ThreadMessages(context.Background(), res.ThreadID)
+		if len(msgs) == 2 {
+			if msgs[1].ThreadMatch != "in_reply_to" || msgs[1].RFCMessageID != "<r1@supplier.example>" {
+				t.Fatalf("reply stored as %+v", msgs[1])
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("deferred reply was not threaded after the relay's 250")
+		}
+	}
+}
+
+func TestLocalConversationBetweenInboxes(t *testing.T) {
+	e := newEnv(t, ModeCapture, nil, "")
+	ctx := context.Background()
+	bob, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "bob@localhost", DisplayName: "Bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.send(t, Request{To: []message.Address{{Email: "bob@localhost"}, {Email: "ext@example.com"}}, Subject: subject("Lunch?"), Text: "Noon?"})
+	e.waitState(t, e.boot.Inbox.ID, first.MessageID, store.StatusDelivered)
+	in, _ := e.db.InboxMessages(ctx, bob.ID)
+	if len(in) != 1 {
+		t.Fatalf("bob has %d messages", len(in))
+	}
+	dels, _ := e.db.DeliveriesOf(ctx, []string{first.MessageID})
+	if dels[first.MessageID][1].Status != "captured" {
+		t.Fatalf("external recipient: %+v", dels[first.MessageID][1])
+	}
+	// Bob replies; it lands in the first sender's thread.
+	reply := e.send(t, Request{Inbox: bob, ReplyToMessageID: in[0].ID, Text: "Yes!"})
+	if reply.ThreadID != in[0].ThreadID {
+		t.Fatal("reply left bob's thread")
+	}
+	e.waitState(t, bob.ID, reply.MessageID, store.StatusDelivered)
+	msgs, _ := e.db.ThreadMessages(ctx, first.ThreadID)
+	if len(msgs) != 2 || msgs[1].Direction != "inbound" || msgs[1].Subject != "Re: Lunch?" || msgs[1].ThreadMatch != "in_reply_to" ||
+		msgs[1].Sequence != 2 {
+		t.Fatalf("sender's thread: %+v", msgs)
+	}
+	bobThread, _ := e.db.ThreadMessages(ctx, in[0].ThreadID)
+	if len(bobThread) != 2 || bobThread[1].ThreadMatch != "reply_to_message_id" || bobThread[1].To[0].Email != "inbox@localhost" {
+		t.Fatalf("bob's thread: %+v", bobThread)
+	}
+	if !strings.Contains(strings.Join(msgs[1].References, " "), msgs[0].RFCMessageID) || msgs[1].InReplyTo[0] != msgs[0].RFCMessageID {
+		t.Fatalf("threading headers: irt %v refs %v", msgs[1].InReplyTo, msgs[1].References)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	e := newEnv(t, ModeCapture, nil, "")
+	many := make([]message.Address, 10000)
+	for i := range many {
+		many[i] = message.Address{Email: fmt.Sprintf("r%d@example.com", i)}
+	}
+	cases := []struct {
+		name  string
+		r     Request
+		field string
+	}{
+		{"no recipient", Request{Text: "x"}, "to"},
+		{"bad address", Request{To: []message.Address{{Email: "not-an-address"}}}, "to[0].email"},
+		{"header injection in subject", Request{To: []message.Address{{Email: "a@b.c"}}, Subject: subject("hi\r\nBcc: victim@x")}, "subject"},
+		{"header injection in name", Request{To: []message.Address{{Email: "a@b.c", Name: "A\nBcc: v@x"}}}, "to[0].name"},
+		{"header injection in custom header", Request{To: []message.Address{{Email: "a@b.c"}}, Headers: map[string]string{"X-A": "b\r\nBcc: v@x"}}, "headers.X-A"},
+		{"structural header", Request{To: []message.Address{{Email: "a@b.c"}}, Headers: map[string]string{"From": "ceo@x"}}, "headers.From"},
+		{"too many recipients", Request{To: many}, "to"},
+	}
+	for _, c := range cases {
+		c.r.Inbox = e.boot.Inbox
+		_, err := e.svc.Prepare(context.Background(), c.r)
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Field != c.field {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	_, err := e.svc.Prepare(context.Background(), Request{Inbox: e.boot.Inbox, ReplyToMessageID: "msg_nope"})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown parent: %v", err)
+	}
+}
+
+func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
+	return tls.X509KeyPair(certPEM, keyPEM)
+}

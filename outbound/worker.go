@@ -1,0 +1,205 @@
+package outbound
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/smtp"
+	"github.com/inboxd/inboxd/store"
+)
+
+// DefaultRetrySchedule is SPEC §6's delays between attempts; the last one
+// repeats until MaxRetryAge.
+var DefaultRetrySchedule = []time.Duration{
+	time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+}
+
+// MaxRetryAge is how long a deferred recipient is retried before failed
+// (SPEC §6).
+const MaxRetryAge = 72 * time.Hour
+
+// claimLease is how long a claimed delivery is held by one attempt; a
+// worker that dies mid-attempt leaves it due again after this.
+const claimLease = 10 * time.Minute
+
+// WorkerConfig configures the delivery worker.
+type WorkerConfig struct {
+	Relay         *smtp.Relay // nil unless --outbound relay
+	RetrySchedule []time.Duration
+	MaxRetryAge   time.Duration // MaxRetryAge when zero
+	// MessageIDPattern extracts a relay-assigned Message-ID from its 250
+	// text (one capture group); MessageIDFormat turns the group into the id
+	// ("%s@email.amazonses.com"), "%s" by default.
+	MessageIDPattern *regexp.Regexp
+	MessageIDFormat  string
+	Now              func() time.Time
+	Logger           *slog.Logger
+}
+
+// Worker drains the durable delivery queue.
+type Worker struct {
+	db  *store.DB
+	cfg WorkerConfig
+}
+
+// NewWorker returns the worker; start it with Run.
+func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
+	if len(cfg.RetrySchedule) == 0 {
+		cfg.RetrySchedule = DefaultRetrySchedule
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxRetryAge == 0 {
+		cfg.MaxRetryAge = MaxRetryAge
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MessageIDFormat == "" {
+		cfg.MessageIDFormat = "%s"
+	}
+	return &Worker{db: db, cfg: cfg}
+}
+
+// Run delivers due recipients until ctx is done. It wakes when a commit
+// may have queued something and when the next retry is due; queued work
+// survives restarts because it lives in the database.
+func (w *Worker) Run(ctx context.Context) error {
+	for {
+		changed := w.db.Changed()
+		next, ok, err := w.db.NextDeliveryAt(ctx)
+		if err != nil {
+			w.cfg.Logger.Error("outbound: next delivery", "err", err)
+			ok, next = true, w.cfg.Now().Add(5*time.Second)
+		}
+		wait := time.Hour
+		if ok {
+			wait = next.Sub(w.cfg.Now())
+		}
+		if wait <= 0 {
+			if err := w.runOnce(ctx); err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Error("outbound: deliver", "err", err)
+				wait = 5 * time.Second // back off on database trouble
+			} else {
+				continue
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			if w.cfg.Relay != nil {
+				w.cfg.Relay.Close()
+			}
+			return nil
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// runOnce claims a batch of due deliveries and attempts them.
+func (w *Worker) runOnce(ctx context.Context) error {
+	claimed, err := w.db.ClaimDeliveries(ctx, 100, claimLease)
+	if err != nil {
+		return err
+	}
+	var local []store.Claimed
+	relay := map[string][]store.Claimed{} // by message
+	var order []string
+	for _, c := range claimed {
+		switch c.Route {
+		case "local":
+			local = append(local, c)
+		case "relay":
+			if _, ok := relay[c.MessageID]; !ok {
+				order = append(order, c.MessageID)
+			}
+			relay[c.MessageID] = append(relay[c.MessageID], c)
+		}
+	}
+	if len(local) > 0 {
+		if err := w.db.DeliverLocal(ctx, local); err != nil {
+			return fmt.Errorf("local delivery: %w", err)
+		}
+	}
+	for _, id := range order {
+		if err := w.relay(ctx, relay[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relay hands one message to the smarthost for its claimed recipients.
+func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
+	now := w.cfg.Now()
+	var results []store.DeliveryResult
+	if w.cfg.Relay == nil {
+		// Queued for a relay that is no longer configured: retry later
+		// (the operator may restore it) until the retry window closes.
+		for _, c := range cs {
+			results = append(results, w.retry(c, now, 0, "no relay configured (--outbound relay)"))
+		}
+		return w.db.RecordDeliveries(ctx, results)
+	}
+	raw, err := w.db.Raw(ctx, cs[0].MessageID)
+	if err != nil {
+		return err
+	}
+	rcpts := make([]string, len(cs))
+	for i, c := range cs {
+		rcpts[i] = c.Email
+	}
+	answers, dataText := w.cfg.Relay.Send(ctx, cs[0].From, rcpts, raw)
+	accepted := false
+	for i, c := range cs {
+		a := answers[i]
+		switch {
+		case a.Code/100 == 2:
+			accepted = true
+			results = append(results, store.DeliveryResult{ID: c.ID, Status: store.StatusSent, Code: a.Code, Message: a.Message})
+		case a.Temporary():
+			results = append(results, w.retry(c, now, a.Code, a.Message))
+		default:
+			results = append(results, store.DeliveryResult{ID: c.ID, Status: store.StatusBounced, Code: a.Code, Message: a.Message})
+		}
+	}
+	if err := w.db.RecordDeliveries(ctx, results); err != nil {
+		return err
+	}
+	if accepted {
+		// The relay has answered: the final Message-ID is known (its own,
+		// when it rewrote ours), and replies waiting for it thread now.
+		alias := ""
+		if p := w.cfg.MessageIDPattern; p != nil {
+			if m := p.FindStringSubmatch(dataText); len(m) > 1 && m[1] != "" {
+				alias = strings.Trim(fmt.Sprintf(w.cfg.MessageIDFormat, m[1]), "<>")
+			}
+		}
+		if _, err := w.db.ConfirmMessageID(ctx, cs[0].MessageID, alias); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry schedules the next attempt with ±10% jitter, or fails the
+// recipient once the retry window is over.
+func (w *Worker) retry(c store.Claimed, now time.Time, code int, text string) store.DeliveryResult {
+	s := w.cfg.RetrySchedule
+	delay := s[min(c.Attempts-1, len(s)-1)]
+	delay += time.Duration((rand.Float64()*0.2 - 0.1) * float64(delay))
+	next := now.Add(delay)
+	if next.Sub(c.FirstAttemptAt) > w.cfg.MaxRetryAge {
+		return store.DeliveryResult{ID: c.ID, Status: store.StatusFailed, Code: code, Message: text}
+	}
+	return store.DeliveryResult{ID: c.ID, Status: store.StatusDeferred, Code: code, Message: text, NextAttempt: next}
+}

@@ -1,0 +1,252 @@
+package smtp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+)
+
+// RelayConfig configures the smarthost client (SPEC §6).
+type RelayConfig struct {
+	// URL is smtp://user:pass@host:port (STARTTLS required unless
+	// Insecure) or smtps://… (implicit TLS).
+	URL      string
+	CAFile   string // extra roots; the system roots otherwise (SSL_CERT_FILE works)
+	Insecure bool   // allow a plaintext smtp:// relay
+	Hostname string // our EHLO name
+	Timeout  time.Duration
+}
+
+// Relay hands mail to a smarthost, reusing one connection while it works.
+type Relay struct {
+	cfg    RelayConfig
+	u      *url.URL
+	tls    *tls.Config
+	mu     sync.Mutex
+	client *gosmtp.Client
+}
+
+// NewRelay validates the configuration.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
+		return nil, fmt.Errorf("relay URL must be smtp://[user:pass@]host:port or smtps://…, got %q", cfg.URL)
+	}
+	if u.Port() == "" {
+		u.Host = net.JoinHostPort(u.Hostname(), map[string]string{"smtp": "587", "smtps": "465"}[u.Scheme])
+	}
+	tc := &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("relay CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("relay CA file %s holds no certificate", cfg.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = time.Minute
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname = "localhost"
+	}
+	return &Relay{cfg: cfg, u: u, tls: tc}, nil
+}
+
+// RcptResult is the relay's answer for one recipient.
+type RcptResult struct {
+	Code    int    // 0 when the connection failed before an answer
+	Message string // the reply text, or the connection error
+}
+
+// Temporary reports whether the attempt should be retried (4xx or no
+// answer at all).
+func (r RcptResult) Temporary() bool { return r.Code == 0 || r.Code/100 == 4 }
+
+// Send submits raw from `from` to rcpts. It returns one result per
+// recipient and, when the relay accepted the data, its final 250 text
+// (where SES-style relays put the Message-ID they assigned).
+func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byte) ([]RcptResult, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	results, text, err := r.send(from, rcpts, raw)
+	if err != nil {
+		// A broken connection is not reused; everything not yet answered
+		// is temporary.
+		if r.client != nil {
+			r.client.Close()
+			r.client = nil
+		}
+		for i := range results {
+			if results[i].Code == 0 || results[i].Code/100 == 2 {
+				results[i] = RcptResult{Code: 0, Message: err.Error()}
+			}
+		}
+	}
+	return results, text
+}
+
+func (r *Relay) send(from string, rcpts []string, raw []byte) ([]RcptResult, string, error) {
+	results := make([]RcptResult, len(rcpts))
+	c, err := r.conn()
+	if err != nil {
+		return results, "", err
+	}
+	if err := c.Reset(); err != nil { // a reused connection may have timed out
+		c.Close()
+		r.client = nil
+		if c, err = r.conn(); err != nil {
+			return results, "", err
+		}
+	}
+	if err := c.Mail(from, nil); err != nil {
+		return fail(results, err)
+	}
+	accepted := 0
+	for i, rcpt := range rcpts {
+		if err := c.Rcpt(rcpt, nil); err != nil {
+			var se *gosmtp.SMTPError
+			if !errors.As(err, &se) {
+				return results, "", err
+			}
+			results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+			continue
+		}
+		results[i] = RcptResult{Code: 250, Message: "accepted"}
+		accepted++
+	}
+	if accepted == 0 {
+		return results, "", nil
+	}
+	w, err := c.Data()
+	if err != nil {
+		return failAccepted(results, err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		return results, "", err
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return failAccepted(results, err)
+	}
+	for i := range results {
+		if results[i].Code == 250 {
+			results[i].Message = resp.StatusText
+		}
+	}
+	return results, resp.StatusText, nil
+}
+
+// fail answers every recipient with the relay's reply to MAIL FROM.
+func fail(results []RcptResult, err error) ([]RcptResult, string, error) {
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) {
+		return results, "", err
+	}
+	for i := range results {
+		results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+	}
+	return results, "", nil
+}
+
+// failAccepted answers the accepted recipients with the reply to DATA.
+func failAccepted(results []RcptResult, err error) ([]RcptResult, string, error) {
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) {
+		return results, "", err
+	}
+	for i := range results {
+		if results[i].Code == 250 {
+			results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+		}
+	}
+	return results, "", nil
+}
+
+func smtpText(se *gosmtp.SMTPError) string {
+	if se.EnhancedCode != (gosmtp.EnhancedCode{}) && se.EnhancedCode != gosmtp.NoEnhancedCode {
+		return fmt.Sprintf("%d.%d.%d %s", se.EnhancedCode[0], se.EnhancedCode[1], se.EnhancedCode[2], se.Message)
+	}
+	return se.Message
+}
+
+// conn returns the open connection or dials, secures and authenticates a
+// new one.
+func (r *Relay) conn() (*gosmtp.Client, error) {
+	if r.client != nil {
+		return r.client, nil
+	}
+	d := &net.Dialer{Timeout: r.cfg.Timeout}
+	var c *gosmtp.Client
+	if r.u.Scheme == "smtps" {
+		conn, err := tls.DialWithDialer(d, "tcp", r.u.Host, r.tls)
+		if err != nil {
+			return nil, fmt.Errorf("dial relay: %w", err)
+		}
+		c = gosmtp.NewClient(conn)
+		if err := c.Hello(r.cfg.Hostname); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("relay EHLO: %w", err)
+		}
+	} else {
+		conn, err := d.Dial("tcp", r.u.Host)
+		if err != nil {
+			return nil, fmt.Errorf("dial relay: %w", err)
+		}
+		if r.cfg.Insecure {
+			c = gosmtp.NewClient(conn)
+			if err := c.Hello(r.cfg.Hostname); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("relay EHLO: %w", err)
+			}
+		} else if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
+		}
+	}
+	c.CommandTimeout = r.cfg.Timeout
+	c.SubmissionTimeout = r.cfg.Timeout
+	if r.u.User != nil {
+		pass, _ := r.u.User.Password()
+		var auth sasl.Client
+		if c.SupportsAuth(sasl.Plain) {
+			auth = sasl.NewPlainClient("", r.u.User.Username(), pass)
+		} else {
+			auth = sasl.NewLoginClient(r.u.User.Username(), pass)
+		}
+		if err := c.Auth(auth); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("relay AUTH: %w", err)
+		}
+	}
+	r.client = c
+	return c, nil
+}
+
+// Close closes the pooled connection.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil {
+		return nil
+	}
+	err := r.client.Quit()
+	r.client = nil
+	return err
+}

@@ -1,0 +1,270 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+// Claimed is a delivery the worker took (status sending).
+type Claimed struct {
+	ID                 int64
+	MessageID, InboxID string
+	Email, Type, Route string
+	Attempts           int
+	FirstAttemptAt     time.Time
+	From               string // the inbox address: the envelope sender
+	RFCMessageID       string // without brackets
+}
+
+// ClaimDeliveries marks up to limit due deliveries as sending and returns
+// them. The attempt is recorded before anything is sent, and the claim is a
+// lease: a worker that dies mid-send leaves the delivery due again after
+// lease, never retried in a storm.
+func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+	var out []Claimed
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
+				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
+			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`, ms(now), ms(now.Add(lease)), limit)
+		if err != nil {
+			return fmt.Errorf("claim deliveries: %w", err)
+		}
+		for rows.Next() {
+			var c Claimed
+			var first int64
+			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.Type, &c.Route, &c.Attempts, &first); err != nil {
+				rows.Close()
+				return fmt.Errorf("claim deliveries: %w", err)
+			}
+			c.FirstAttemptAt = fromMS(first)
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range out {
+			if err := tx.QueryRowContext(ctx, `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+				WHERE m.id = ?`, out[i].MessageID).Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
+				return fmt.Errorf("claim deliveries: %w", err)
+			}
+		}
+		return updateStates(ctx, tx, messageIDsOf(out))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func messageIDsOf(cs []Claimed) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, c := range cs {
+		if !seen[c.MessageID] {
+			seen[c.MessageID] = true
+			ids = append(ids, c.MessageID)
+		}
+	}
+	return ids
+}
+
+// updateStates recomputes the state of outbound messages from their
+// recipients.
+func updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
+	for _, id := range messageIDs {
+		rows, err := tx.QueryContext(ctx, `SELECT status FROM deliveries WHERE message_id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("message state: %w", err)
+		}
+		var statuses []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				rows.Close()
+				return err
+			}
+			statuses = append(statuses, s)
+		}
+		rows.Close()
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET state = ? WHERE id = ?`, aggregate(statuses), id); err != nil {
+			return fmt.Errorf("message state: %w", err)
+		}
+	}
+	return nil
+}
+
+// NextDeliveryAt returns when the earliest waiting delivery is due.
+func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	if err := db.r.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next delivery: %w", err)
+	}
+	return fromMS(next.Int64), next.Valid, nil
+}
+
+// DeliveryResult is the outcome of one attempt.
+type DeliveryResult struct {
+	ID          int64
+	Status      string // sent, delivered, deferred, bounced, failed
+	Code        int
+	Message     string
+	NextAttempt time.Time // for deferred
+}
+
+// RecordDeliveries stores attempt outcomes and the messages' states.
+func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) error {
+	return db.tx(ctx, func(tx *sql.Tx) error { return recordDeliveries(ctx, tx, results, ms(db.now())) })
+}
+
+func recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult, now int64) error {
+	var msgs []string
+	seen := map[string]bool{}
+	for _, r := range results {
+		var next any
+		if r.Status == StatusDeferred {
+			next = ms(r.NextAttempt)
+		}
+		var msg string
+		if err := tx.QueryRowContext(ctx, `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
+			WHERE id = ? RETURNING message_id`, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg); err != nil {
+			return fmt.Errorf("record delivery %d: %w", r.ID, err)
+		}
+		if !seen[msg] {
+			seen[msg] = true
+			msgs = append(msgs, msg)
+		}
+	}
+	return updateStates(ctx, tx, msgs)
+}
+
+func nullIfZero(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// LookupRecipient finds the inbox an address reaches: the exact address,
+// else user@domain for user+tag@domain (SPEC §2). ErrNotFound otherwise.
+func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, string, error) {
+	return resolveRecipient(address, func(a string) (Inbox, error) { return db.InboxByAddress(ctx, a) })
+}
+
+func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
+	return resolveRecipient(address, func(a string) (Inbox, error) {
+		ib, err := scanInbox(tx.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, a))
+		if errors.Is(err, sql.ErrNoRows) {
+			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
+		}
+		return ib, err
+	})
+}
+
+func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
+	address = strings.ToLower(strings.TrimSpace(address))
+	ib, err := find(address)
+	if !errors.Is(err, ErrNotFound) {
+		return ib, "", err
+	}
+	at := strings.LastIndexByte(address, '@')
+	if at <= 0 {
+		return Inbox{}, "", err
+	}
+	if user, tag, ok := strings.Cut(address[:at], "+"); ok && user != "" {
+		ib, err := find(user + address[at:])
+		return ib, tag, err
+	}
+	return Inbox{}, "", err
+}
+
+// DeliverLocal delivers claimed local deliveries through the ingest path
+// (each arrives as inbound mail in its inbox, threaded by its headers) and
+// marks them delivered, in one transaction.
+func (db *DB) DeliverLocal(ctx context.Context, cs []Claimed) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		var results []DeliveryResult
+		for _, c := range cs {
+			var raw []byte
+			if err := tx.QueryRowContext(ctx, `SELECT data FROM raw_messages WHERE message_id = ?`, c.MessageID).Scan(&raw); err != nil {
+				return fmt.Errorf("local delivery %d: %w", c.ID, err)
+			}
+			ib, tag, err := db.lookupRecipientTx(ctx, tx, c.Email)
+			if errors.Is(err, ErrNotFound) {
+				// The inbox was deleted after the send was queued.
+				results = append(results, DeliveryResult{ID: c.ID, Status: StatusBounced, Code: 550, Message: "5.1.1 No such mailbox here"})
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			in := &Incoming{
+				Raw: raw, Parsed: message.Parse(raw), ReceivedAt: now,
+				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
+				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
+			}
+			p := prepare(in)
+			dup, err := isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
+			if err != nil {
+				return err
+			}
+			if !dup {
+				d, err := db.storeInbound(ctx, tx, p, ib.ID, tag, true)
+				if err != nil {
+					return fmt.Errorf("local delivery %d: %w", c.ID, err)
+				}
+				if d.Deferred {
+					if err := deferMessage(ctx, tx, p, ib.ID, tag); err != nil {
+						return err
+					}
+				}
+			}
+			results = append(results, DeliveryResult{ID: c.ID, Status: StatusDelivered, Code: 250, Message: "2.0.0 Delivered locally"})
+		}
+		return recordDeliveries(ctx, tx, results, ms(now))
+	})
+}
+
+// DeliveryStatus is one recipient's status as shown in a message object.
+type DeliveryStatus struct {
+	Email, Type, Status string
+	Code                *int
+	Message             *string
+}
+
+// DeliveriesOf returns the recipients' statuses of several outbound
+// messages, by message id, in recipient order.
+func (db *DB) DeliveriesOf(ctx context.Context, messageIDs []string) (map[string][]DeliveryStatus, error) {
+	out := map[string][]DeliveryStatus{}
+	if len(messageIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(messageIDs))
+	for i, id := range messageIDs {
+		args[i] = id
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT message_id, email, type, status, smtp_code, smtp_message FROM deliveries
+		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`) ORDER BY message_id, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("deliveries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d DeliveryStatus
+		var msg string
+		if err := rows.Scan(&msg, &d.Email, &d.Type, &d.Status, &d.Code, &d.Message); err != nil {
+			return nil, fmt.Errorf("deliveries: %w", err)
+		}
+		out[msg] = append(out[msg], d)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,353 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/thread"
+)
+
+// Errors of the idempotency contract (SPEC §6).
+var (
+	ErrIdempotencyConflict = errors.New("idempotency key reused with a different request")
+	ErrIdempotencyExpired  = errors.New("idempotency key expired")
+)
+
+// IdempotencyRetention is how long a key's answer is replayed (SPEC §6).
+const IdempotencyRetention = 30 * 24 * time.Hour
+
+// Recipient is one recipient of a send and the route it takes.
+type Recipient struct {
+	Email string
+	Type  string // to, cc, bcc
+	Route string // local, capture, relay
+}
+
+// Delivery statuses (SPEC §6) of a recipient; queued and deferred are
+// waiting for the worker, sending is claimed by it.
+const (
+	StatusQueued    = "queued"
+	StatusSending   = "sending"
+	StatusSent      = "sent"
+	StatusDelivered = "delivered"
+	StatusDeferred  = "deferred"
+	StatusBounced   = "bounced"
+	StatusFailed    = "failed"
+	StatusCaptured  = "captured"
+)
+
+// Outgoing is a composed send: the exact bytes and who gets them.
+type Outgoing struct {
+	InboxID    string
+	Raw        []byte
+	ParentID   string // msg_ id of reply_to_message_id; "" opens a new thread
+	Bcc        []message.Address
+	Recipients []Recipient
+	// Confirmed: the Message-ID in Raw is final (no relay may rewrite it).
+	Confirmed bool
+}
+
+// Idempotency identifies a request for replay (SPEC §6).
+type Idempotency struct {
+	Key  string
+	Hash []byte // of the canonical request (inbox, path, body)
+}
+
+// SendRequest is one send as the API (or SMTP submission) makes it.
+type SendRequest struct {
+	ProjectID   string
+	Idempotency *Idempotency
+	Out         Outgoing
+	// Hold keeps the send for approval (SPEC §7) instead of queueing it.
+	Hold bool
+	// Answer renders the response stored with the idempotency key; it is
+	// called inside the transaction once the ids are known.
+	Answer func(SendResult) (status int, body []byte, err error)
+}
+
+// SendResult says what a send did.
+type SendResult struct {
+	MessageID, ThreadID, InboxID string
+	DraftID, ApprovalID          string // set when held
+	// Status and Body are the stored answer (a replay returns the first
+	// request's, byte for byte).
+	Status   int
+	Body     []byte
+	Replayed bool
+}
+
+// Send stores an outbound message with its deliveries (or a draft and a
+// pending approval when held) and the idempotency answer, all in one
+// transaction.
+func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	var res SendResult
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if req.Idempotency != nil {
+			var hash, body []byte
+			var status int
+			var created int64
+			err := tx.QueryRowContext(ctx, `SELECT request_hash, status, response, created_at FROM idempotency_keys
+				WHERE project_id = ? AND key = ?`, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
+			switch {
+			case err == nil:
+				if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
+					return ErrIdempotencyExpired
+				}
+				if subtle.ConstantTimeCompare(hash, req.Idempotency.Hash) != 1 {
+					return ErrIdempotencyConflict
+				}
+				res = SendResult{Status: status, Body: body, Replayed: true}
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("find idempotency key: %w", err)
+			}
+		}
+		var err error
+		if req.Hold {
+			res, err = db.holdTx(ctx, tx, req.Out)
+		} else {
+			res, err = db.queueTx(ctx, tx, req.Out, "")
+		}
+		if err != nil {
+			return err
+		}
+		if res.Status, res.Body, err = req.Answer(res); err != nil {
+			return err
+		}
+		if req.Idempotency != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (project_id, key, request_hash, status, response, created_at)
+				VALUES (?, ?, ?, ?, ?, ?)`, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
+				return fmt.Errorf("store idempotency key: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	return res, nil
+}
+
+// queueTx stores the outbound message in its thread and queues one
+// delivery per recipient.
+func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID string) (SendResult, error) {
+	now := db.now()
+	p := prepare(&Incoming{Raw: o.Raw, Parsed: message.Parse(o.Raw), ReceivedAt: now})
+	threadID, match := "", thread.MatchNew
+	if o.ParentID != "" {
+		if err := tx.QueryRowContext(ctx, `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
+			}
+			return SendResult{}, fmt.Errorf("find parent: %w", err)
+		}
+		match = thread.MatchReplyToMessageID
+	}
+	// Step 5 of SPEC §4 applies to outbound messages too.
+	var links []string
+	f := txFinder{ctx, tx, o.InboxID}
+	for _, c := range p.candidates {
+		if _, ok, err := f.Message(c.ID); err != nil {
+			return SendResult{}, err
+		} else if !ok && strings.Contains(c.ID, "@") {
+			links = append(links, c.ID)
+		}
+	}
+	d, err := db.insertMessage(ctx, tx, p, messageRow{
+		inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
+		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: links,
+	})
+	if err != nil {
+		return SendResult{}, err
+	}
+	for _, r := range o.Recipients {
+		status, next := StatusQueued, any(ms(now))
+		if r.Route == "capture" {
+			status, next = StatusCaptured, nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
+			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
+		}
+	}
+	return SendResult{MessageID: d.MessageID, ThreadID: d.ThreadID, InboxID: o.InboxID}, nil
+}
+
+// aggregateState is a message's state from its recipients' statuses: work
+// in progress first, then the worst outcome, then the best.
+func aggregateState(rs []Recipient) string {
+	statuses := make([]string, len(rs))
+	for i, r := range rs {
+		statuses[i] = StatusQueued
+		if r.Route == "capture" {
+			statuses[i] = StatusCaptured
+		}
+	}
+	return aggregate(statuses)
+}
+
+func aggregate(statuses []string) string {
+	for _, s := range []string{StatusSending, StatusDeferred, StatusQueued, StatusFailed, StatusBounced, StatusSent, StatusDelivered, StatusCaptured} {
+		for _, got := range statuses {
+			if got == s {
+				return s
+			}
+		}
+	}
+	return StatusQueued
+}
+
+type draftJSON struct {
+	Bcc        []message.Address `json:"bcc"`
+	Recipients []Recipient       `json:"recipients"`
+	ParentID   string            `json:"parent_id"`
+	Confirmed  bool              `json:"confirmed"`
+}
+
+// holdTx stores a draft and a pending approval bound to the draft's hash.
+func (db *DB) holdTx(ctx context.Context, tx *sql.Tx, o Outgoing) (SendResult, error) {
+	now := db.now()
+	draftID, approvalID := db.newID("drf_"), db.newID("apr_")
+	meta, err := json.Marshal(draftJSON{Bcc: o.Bcc, Recipients: o.Recipients, ParentID: o.ParentID, Confirmed: o.Confirmed})
+	if err != nil {
+		return SendResult{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO drafts (id, inbox_id, send, raw, created_at) VALUES (?, ?, ?, ?, ?)`,
+		draftID, o.InboxID, string(meta), o.Raw, ms(now)); err != nil {
+		return SendResult{}, fmt.Errorf("insert draft: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, inbox_id, draft_id, draft_sha256, requested_at) VALUES (?, ?, ?, ?, ?)`,
+		approvalID, o.InboxID, draftID, sha(append(o.Raw, meta...)), ms(now)); err != nil {
+		return SendResult{}, fmt.Errorf("insert approval: %w", err)
+	}
+	return SendResult{InboxID: o.InboxID, DraftID: draftID, ApprovalID: approvalID}, nil
+}
+
+// Approval is a held send and its decision (SPEC §7).
+type Approval struct {
+	ID, DraftID, InboxID, Status string
+	RequestedAt                  time.Time
+	DecidedAt                    *time.Time
+	DecidedBy, Reason            *string
+	MessageID, ThreadID          *string
+	Raw                          []byte
+	Bcc                          []message.Address
+}
+
+// ErrDecided is returned when an approval was already decided.
+var ErrDecided = errors.New("approval already decided")
+
+const approvalColumns = `a.id, a.draft_id, a.inbox_id, a.status, a.requested_at, a.decided_at, a.decided_by, a.reason,
+	a.message_id, a.thread_id, d.raw, d.send`
+
+func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
+	var a Approval
+	var requested int64
+	var decided sql.NullInt64
+	var meta string
+	if err := row.Scan(&a.ID, &a.DraftID, &a.InboxID, &a.Status, &requested, &decided, &a.DecidedBy, &a.Reason,
+		&a.MessageID, &a.ThreadID, &a.Raw, &meta); err != nil {
+		return Approval{}, err
+	}
+	a.RequestedAt = fromMS(requested)
+	if decided.Valid {
+		t := fromMS(decided.Int64)
+		a.DecidedAt = &t
+	}
+	var d draftJSON
+	if err := json.Unmarshal([]byte(meta), &d); err != nil {
+		return Approval{}, fmt.Errorf("approval %s draft: %w", a.ID, err)
+	}
+	a.Bcc = d.Bcc
+	return a, nil
+}
+
+// GetApproval returns one approval of an inbox.
+func (db *DB) GetApproval(ctx context.Context, inboxID, approvalID string) (Approval, error) {
+	a, err := scanApproval(db.r.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals a JOIN drafts d ON d.id = a.draft_id
+		WHERE a.id = ? AND a.inbox_id = ?`, approvalID, inboxID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Approval{}, fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
+	}
+	if err != nil {
+		return Approval{}, fmt.Errorf("get approval: %w", err)
+	}
+	return a, nil
+}
+
+// ListApprovals returns an inbox's approvals, newest first, after the
+// keyset position after.
+func (db *DB) ListApprovals(ctx context.Context, inboxID string, after *TimeKey, limit int) ([]Approval, error) {
+	q := `SELECT ` + approvalColumns + ` FROM approvals a JOIN drafts d ON d.id = a.draft_id WHERE a.inbox_id = ?`
+	args := []any{inboxID}
+	if after != nil {
+		q += ` AND (a.requested_at, a.id) < (?, ?)`
+		args = append(args, after.At, after.ID)
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY a.requested_at DESC, a.id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Decide approves (queueing the exact draft) or rejects a pending approval.
+func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, approve bool, reason string) (Approval, error) {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status, meta string
+		var raw, want []byte
+		err := tx.QueryRowContext(ctx, `SELECT a.status, a.draft_sha256, d.raw, d.send FROM approvals a JOIN drafts d ON d.id = a.draft_id
+			WHERE a.id = ? AND a.inbox_id = ?`, approvalID, inboxID).Scan(&status, &want, &raw, &meta)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if status != "pending" {
+			return ErrDecided
+		}
+		if !bytes.Equal(sha(append(raw, meta...)), want) {
+			return fmt.Errorf("approval %s: draft changed since it was requested", approvalID)
+		}
+		now := ms(db.now())
+		if !approve {
+			_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'rejected', decided_at = ?, decided_by = ?, reason = ? WHERE id = ?`,
+				now, keyID, nullIfEmpty(reason), approvalID)
+			return err
+		}
+		var d draftJSON
+		if err := json.Unmarshal([]byte(meta), &d); err != nil {
+			return fmt.Errorf("draft: %w", err)
+		}
+		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
+			Recipients: d.Recipients, Confirmed: d.Confirmed}, approvalID)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, message_id = ?, thread_id = ?
+			WHERE id = ?`, now, keyID, res.MessageID, res.ThreadID, approvalID)
+		return err
+	})
+	if err != nil {
+		return Approval{}, fmt.Errorf("decide approval: %w", err)
+	}
+	return db.GetApproval(ctx, inboxID, approvalID)
+}
