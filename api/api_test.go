@@ -42,12 +42,16 @@ type env struct {
 
 // newEnv starts a real store (with its writer) and the API on a loopback
 // HTTP server.
-func newEnv(t testing.TB, cfg Config) *env {
+func newEnv(t testing.TB, cfg Config, opts ...func(*store.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	o := store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, f := range opts {
+		f(&o)
+	}
+	db, err := store.Open(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

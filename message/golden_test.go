@@ -44,7 +44,20 @@ type goldenParsed struct {
 	Preview       string             `json:"preview"`
 	ExtractedText string             `json:"extracted_text"`
 	Attachments   []goldenAttachment `json:"attachments"`
+	DSN           *goldenDSN         `json:"dsn,omitempty"` // omitted when nil, as for most messages
 	ParseError    string             `json:"parse_error"`
+}
+
+type goldenDSN struct {
+	OriginalMessageID string            `json:"original_message_id"`
+	Recipients        []goldenRecipient `json:"recipients"`
+}
+
+type goldenRecipient struct {
+	Email      string `json:"email"`
+	Action     string `json:"action"`
+	Status     string `json:"status"`
+	Diagnostic string `json:"diagnostic"`
 }
 
 func goldenJSON(t *testing.T, p *Parsed) []byte {
@@ -58,6 +71,12 @@ func goldenJSON(t *testing.T, p *Parsed) []byte {
 	}
 	if !p.Date.IsZero() {
 		g.Date = p.Date.Format(time.RFC3339)
+	}
+	if p.DSN != nil {
+		g.DSN = &goldenDSN{OriginalMessageID: p.DSN.OriginalMessageID, Recipients: []goldenRecipient{}}
+		for _, r := range p.DSN.Recipients {
+			g.DSN.Recipients = append(g.DSN.Recipients, goldenRecipient(r))
+		}
 	}
 	for _, a := range p.Attachments {
 		sum := sha256.Sum256(a.Data)

@@ -43,7 +43,29 @@ type Parsed struct {
 	Preview          string    // see Preview
 	ExtractedText    string    // see ExtractReply
 	Attachments      []Attachment
-	ParseError       string // "" when parsed fully; otherwise what went wrong
+	// DSN is the machine-readable part of a delivery status notification
+	// (RFC 3464), nil unless the message is a multipart/report of
+	// report-type delivery-status. Its parts are still kept as attachments.
+	DSN        *DSN
+	ParseError string // "" when parsed fully; otherwise what went wrong
+}
+
+// DSN is what a delivery status notification says about a message we sent.
+type DSN struct {
+	// OriginalMessageID is the returned message's Message-ID (from the
+	// message/rfc822 or text/rfc822-headers part), without angle brackets;
+	// "" when the report returned no headers or they carry no Message-ID.
+	OriginalMessageID string
+	Recipients        []DSNRecipient // never nil; in report order
+}
+
+// DSNRecipient is one per-recipient block of a message/delivery-status part
+// (RFC 3464 §2.3).
+type DSNRecipient struct {
+	Email      string // from Final-Recipient, else Original-Recipient, without the address type
+	Action     string // lower case: failed, delayed, delivered, relayed, expanded; "" when absent
+	Status     string // the RFC 3463 code, e.g. "5.1.1", without any comment
+	Diagnostic string // Diagnostic-Code after its type, e.g. "550 5.1.1 user unknown", unfolded
 }
 
 // Parse reads a raw RFC 5322 message. It never fails and never panics:

@@ -27,6 +27,7 @@ type parser struct {
 	errs    []string
 	rawHTML string // the main HTML body before sanitizing, for reply extraction
 	leaves  int
+	report  bool // a delivery status report was seen; only the first counts
 }
 
 func (ps *parser) fail(format string, args ...any) {
@@ -70,7 +71,7 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 			return
 		}
 		if b := ct.params["boundary"]; b != "" {
-			ps.multipart(ct.media, b, body, depth)
+			ps.multipart(ct, b, body, depth)
 			return
 		}
 		// QUIRK: multipart without a boundary parameter cannot be split; RFC
@@ -82,12 +83,16 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 	ps.leaf(h, ct, body)
 }
 
-func (ps *parser) multipart(media, boundary string, body io.Reader, depth int) {
+func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth int) {
 	capture := &captureReader{r: body, limit: 1 << 20}
 	mr := newMultipartReader(capture, boundary)
 	partDefault := "text/plain"
-	if media == "multipart/digest" {
+	if ct.media == "multipart/digest" {
 		partDefault = "message/rfc822"
+	}
+	report := ps.startReport(ct)
+	if report != nil {
+		defer ps.finishReport(report)
 	}
 	for parts := 0; ; parts++ {
 		h, part, err := mr.NextPart()
@@ -120,7 +125,17 @@ func (ps *parser) multipart(media, boundary string, body io.Reader, depth int) {
 			ps.fail("part header: %v", err)
 		}
 		capture.stop()
-		ps.entity(h, part, depth+1, partDefault)
+		if report != nil {
+			// The report's parts are attachments as ever; the DSN reads the
+			// one the part added.
+			kind, before := reportPartKind(h, partDefault), len(ps.out.Attachments)
+			ps.entity(h, part, depth+1, partDefault)
+			if kind != "" && len(ps.out.Attachments) == before+1 {
+				report.add(kind, ps.out.Attachments[before].Data)
+			}
+		} else {
+			ps.entity(h, part, depth+1, partDefault)
+		}
 		if _, err := io.Copy(io.Discard, part); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				// QUIRK: a missing closing boundary (truncated or sloppy

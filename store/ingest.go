@@ -339,50 +339,88 @@ func (db *DB) ensureInbox(ctx context.Context, tx *sql.Tx, address string) (stri
 }
 
 // txFinder answers thread.Finder questions for one inbox inside the write
-// transaction.
+// transaction. It loads every id Assign can ask about in two queries up
+// front: a message with 50 References costs 2 lookups, not 100.
 type txFinder struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	inboxID string
+	msgs  map[string]thread.Stored
+	links map[string]string
 }
 
-func (f txFinder) Message(id string) (thread.Stored, bool, error) {
-	var s thread.Stored
-	var dir string
-	var hash []byte
-	err := f.tx.QueryRowContext(f.ctx, `SELECT m.thread_id, m.direction, m.raw_sha256
-		FROM message_ids i JOIN messages m ON m.id = i.message_id
-		WHERE i.inbox_id = ? AND i.rfc_message_id = ? ORDER BY i.rowid LIMIT 1`, f.inboxID, id).Scan(&s.ThreadID, &dir, &hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return thread.Stored{}, false, nil
+// maxVars bounds the parameters of one IN (…) list.
+const maxVars = 500
+
+func newTxFinder(ctx context.Context, tx *sql.Tx, inboxID, own string, cands []thread.Candidate) (*txFinder, error) {
+	ids := make([]any, 0, len(cands)+1)
+	ids = append(ids, own)
+	for _, c := range cands {
+		ids = append(ids, c.ID)
 	}
-	if err != nil {
-		return thread.Stored{}, false, fmt.Errorf("find message id: %w", err)
+	f := &txFinder{msgs: map[string]thread.Stored{}, links: map[string]string{}}
+	for start := 0; start < len(ids); start += maxVars {
+		chunk := ids[start:min(start+maxVars, len(ids))]
+		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		args := append([]any{inboxID}, chunk...)
+		rows, err := tx.QueryContext(ctx, `SELECT i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
+			FROM message_ids i JOIN messages m ON m.id = i.message_id
+			WHERE i.inbox_id = ? AND i.rfc_message_id IN `+in+` ORDER BY i.rowid`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("find message ids: %w", err)
+		}
+		for rows.Next() {
+			var id, dir string
+			var s thread.Stored
+			var hash []byte
+			if err := rows.Scan(&id, &s.ThreadID, &dir, &hash); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find message ids: %w", err)
+			}
+			if _, seen := f.msgs[id]; seen {
+				continue // the first copy answers
+			}
+			s.Outbound = dir == "outbound"
+			if hash != nil {
+				s.Hash = hex.EncodeToString(hash)
+			}
+			f.msgs[id] = s
+		}
+		rows.Close()
+		rows, err = tx.QueryContext(ctx, `SELECT rfc_message_id, thread_id FROM missing_parents
+			WHERE inbox_id = ? AND rfc_message_id IN `+in, args...)
+		if err != nil {
+			return nil, fmt.Errorf("find missing parents: %w", err)
+		}
+		for rows.Next() {
+			var id, t string
+			if err := rows.Scan(&id, &t); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find missing parents: %w", err)
+			}
+			f.links[id] = t
+		}
+		rows.Close()
 	}
-	s.Outbound = dir == "outbound"
-	if hash != nil {
-		s.Hash = hex.EncodeToString(hash)
-	}
-	return s, true, nil
+	return f, nil
 }
 
-func (f txFinder) Link(id string) (string, bool, error) {
-	var t string
-	err := f.tx.QueryRowContext(f.ctx, `SELECT thread_id FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`, f.inboxID, id).Scan(&t)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("find missing parent: %w", err)
-	}
-	return t, true, nil
+func (f *txFinder) Message(id string) (thread.Stored, bool, error) {
+	s, ok := f.msgs[id]
+	return s, ok, nil
+}
+
+func (f *txFinder) Link(id string) (string, bool, error) {
+	t, ok := f.links[id]
+	return t, ok, nil
 }
 
 // storeInbound threads and stores one inbound message in one inbox. When
 // mayDefer is set and the deferred parent lookup applies, it writes nothing
 // and returns Deferred.
 func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string, mayDefer bool) (Delivered, error) {
-	res, err := thread.Assign(txFinder{ctx, tx, inboxID}, thread.Input{
+	f, err := newTxFinder(ctx, tx, inboxID, p.own, p.candidates)
+	if err != nil {
+		return Delivered{}, err
+	}
+	res, err := thread.Assign(f, thread.Input{
 		OwnID: p.own, Candidates: p.candidates, Hash: hex.EncodeToString(p.hash), Inbound: true,
 	})
 	if err != nil {
@@ -400,10 +438,17 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 			return Delivered{InboxID: inboxID, Deferred: true}, nil
 		}
 	}
-	return db.insertMessage(ctx, tx, p, messageRow{
+	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: inboxID, threadID: res.ThreadID, direction: "inbound", state: "received", match: res.Match,
 		echo: res.Echo, tag: tag, bcc: "[]", confirmed: true, createdAt: p.in.ReceivedAt, links: res.Links,
 	})
+	if err != nil {
+		return Delivered{}, err
+	}
+	if err := db.applyDSN(ctx, tx, inboxID, p.in.Parsed.DSN); err != nil {
+		return Delivered{}, err
+	}
+	return d, nil
 }
 
 // messageRow is what differs between storing an inbound and an outbound
@@ -426,21 +471,44 @@ type messageRow struct {
 // insertMessage stores one message and everything that hangs off it, takes
 // the thread's next sequence and records its missing-parent links (SPEC §4
 // step 5 applies to every stored message).
+// The statements of the ingest path, prepared once at Open (see stmt.go).
+const (
+	sqlInsertThread = `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`
+	sqlNextSequence = `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
+			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?
+		WHERE id = ? RETURNING last_sequence`
+	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
+			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
+			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
+			message_id_confirmed, approval_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING rowid`
+	sqlInsertRaw        = `INSERT INTO raw_messages (message_id, data) VALUES (?, ?)`
+	sqlInsertBody       = `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`
+	sqlInsertAttachment = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
+				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertEnvelope = `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertMessageID = `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`
+	sqlInsertFTS       = `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`
+)
+
+// hotQueries are prepared when the database opens.
+var hotQueries = []string{sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
+
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed
 	now := r.createdAt
 	threadID := r.threadID
 	if threadID == "" {
 		threadID = db.newID("thd_")
-		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
+		if _, err := db.exec(ctx, tx, sqlInsertThread, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
 			return Delivered{}, fmt.Errorf("insert thread: %w", err)
 		}
 	}
 	var seq int64
-	if err := tx.QueryRowContext(ctx, `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
-			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?
-		WHERE id = ? RETURNING last_sequence`, ms(now), m.Preview, r.direction, threadID).Scan(&seq); err != nil {
+	if err := db.queryRow(ctx, tx, sqlNextSequence, ms(now), m.Preview, r.direction, threadID).Scan(&seq); err != nil {
 		return Delivered{}, fmt.Errorf("next sequence: %w", err)
 	}
 	id := db.newID("msg_")
@@ -449,12 +517,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if r.direction == "outbound" {
 		hash = nil // duplicates are an inbound notion
 	}
-	if err := tx.QueryRowContext(ctx, `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
-			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
-			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
-			message_id_confirmed, approval_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING rowid`,
+	if err := db.queryRow(ctx, tx, sqlInsertMessage,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, len(p.in.Raw), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
@@ -462,16 +525,15 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	}
 	raw := make([]byte, 0, len(p.in.Trace)+len(p.in.Raw))
 	raw = append(append(raw, p.in.Trace...), p.in.Raw...)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO raw_messages (message_id, data) VALUES (?, ?)`, id, raw); err != nil {
+	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, raw); err != nil {
 		return Delivered{}, fmt.Errorf("insert raw: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`,
+	if _, err := db.exec(ctx, tx, sqlInsertBody,
 		id, nullIf(!m.HasText, m.Text), nullIf(!m.HasHTML, m.HTML), m.ExtractedText); err != nil {
 		return Delivered{}, fmt.Errorf("insert body: %w", err)
 	}
 	for i, a := range m.Attachments {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
-				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := db.exec(ctx, tx, sqlInsertAttachment,
 			db.newID("att_"), id, i, nullIfEmpty(a.Filename), a.ContentType, a.Disposition, nullIfEmpty(a.ContentID),
 			len(a.Data), a.ScanStatus, a.Data); err != nil {
 			return Delivered{}, fmt.Errorf("insert attachment: %w", err)
@@ -480,16 +542,15 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if r.direction == "inbound" {
 		env := p.in.Envelope
 		rcpts, _ := json.Marshal(nonNil(env.RcptTo))
-		if _, err := tx.ExecContext(ctx, `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
+		if _, err := db.exec(ctx, tx, sqlInsertEnvelope, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
 			return Delivered{}, fmt.Errorf("insert envelope: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`,
+	if _, err := db.exec(ctx, tx, sqlInsertMessageID,
 		r.inboxID, p.own, id); err != nil {
 		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`,
+	if _, err := db.exec(ctx, tx, sqlInsertFTS,
 		rowid, p.fts[0], p.fts[1], p.fts[2]); err != nil {
 		return Delivered{}, fmt.Errorf("index message: %w", err)
 	}
@@ -503,9 +564,14 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 // missing-parent links (first writer wins) and the message's own id stops
 // being one.
 func recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string) error {
-	for _, l := range links {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id) VALUES (?, ?, ?)
-			ON CONFLICT DO NOTHING`, inboxID, l, threadID); err != nil {
+	for start := 0; start < len(links); start += maxVars / 3 {
+		chunk := links[start:min(start+maxVars/3, len(links))]
+		args := make([]any, 0, 3*len(chunk))
+		for _, l := range chunk {
+			args = append(args, inboxID, l, threadID)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id) VALUES (?, ?, ?)`+
+			strings.Repeat(", (?, ?, ?)", len(chunk)-1)+` ON CONFLICT DO NOTHING`, args...); err != nil {
 			return fmt.Errorf("record missing parent: %w", err)
 		}
 	}

@@ -153,7 +153,10 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 	}
 	// Step 5 of SPEC §4 applies to outbound messages too.
 	var links []string
-	f := txFinder{ctx, tx, o.InboxID}
+	f, err := newTxFinder(ctx, tx, o.InboxID, p.own, p.candidates)
+	if err != nil {
+		return SendResult{}, err
+	}
 	for _, c := range p.candidates {
 		if _, ok, err := f.Message(c.ID); err != nil {
 			return SendResult{}, err

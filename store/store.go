@@ -74,6 +74,8 @@ type DB struct {
 	stopped          chan struct{} // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
 
+	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
+
 	changeMu sync.Mutex
 	changed  chan struct{} // closed and replaced after every commit
 	// failNext lets tests force the next batch commit to fail (the 451 path).
@@ -123,8 +125,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		ingestQ: make(chan *ingestReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
+		stmts:   map[string]*sql.Stmt{},
 	}
 	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := db.prepareHot(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}

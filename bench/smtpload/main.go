@@ -1,0 +1,245 @@
+// Command smtpload is the SMTP load generator: it sends realistic multipart
+// messages (unique Message-IDs, a share of replies threading onto earlier
+// messages, attachments at a chosen rate) over c concurrent connections and
+// reports msgs/s, MB/s, the end-of-DATA → reply latency percentiles and the
+// errors by reply code.
+//
+//	go run ./bench/smtpload -addr 127.0.0.1:1025 -n 10000 -c 8 -size 4096 \
+//	    -reuse=true -reply-share 0.5 -attach-rate 0.1 -json out.json
+//
+// -duration 30s sends for that long instead of -n messages. Every message
+// carries X-Inboxd-Bench-Sent: <unix nanoseconds>, stamped just before DATA,
+// so a webhook receiver can measure how long the message took to reach it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/bench/loadstat"
+	"github.com/inboxd/inboxd/bench/mailgen"
+)
+
+// SentHeader is stamped into every message just before DATA.
+const SentHeader = "X-Inboxd-Bench-Sent"
+
+type config struct {
+	addr, rcpt, from, jsonPath string
+	n, c, size, refs           int
+	duration                   time.Duration
+	reuse                      bool
+	replyShare, attachRate     float64
+	seed                       uint64
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "smtpload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	var cfg config
+	fs := flag.NewFlagSet("smtpload", flag.ContinueOnError)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:1025", "SMTP server `host:port`")
+	fs.IntVar(&cfg.n, "n", 10000, "messages to send (ignored when -duration is set)")
+	fs.IntVar(&cfg.c, "c", 8, "concurrent connections")
+	fs.IntVar(&cfg.size, "size", 4096, "approximate message size in bytes")
+	fs.DurationVar(&cfg.duration, "duration", 0, "send for this long instead of -n messages")
+	fs.BoolVar(&cfg.reuse, "reuse", true, "keep connections open across messages (false: one connection per message)")
+	fs.Float64Var(&cfg.replyShare, "reply-share", 0.5, "share of messages that reply to an earlier one")
+	fs.Float64Var(&cfg.attachRate, "attach-rate", 0.1, "share of messages with an attachment")
+	fs.IntVar(&cfg.refs, "refs", 0, "extra mailing-list ids in every message's References")
+	fs.StringVar(&cfg.rcpt, "rcpt", "inbox@localhost", "recipient address")
+	fs.StringVar(&cfg.from, "from", "load@example.com", "envelope sender")
+	fs.StringVar(&cfg.jsonPath, "json", "", "also write the report as JSON to this `file`")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (message content, replies, attachments)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.c < 1 || cfg.size < 1 || (cfg.duration <= 0 && cfg.n < 1) {
+		return errors.New("-c and -size must be positive, and -n too unless -duration is set")
+	}
+	if cfg.duration > 0 {
+		cfg.n = 0
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		defer cancel()
+	}
+
+	l := &loader{cfg: cfg, rec: loadstat.NewRecorder(), run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range cfg.c {
+		wg.Go(func() { l.worker(ctx, rand.New(rand.NewPCG(cfg.seed, uint64(w)))) })
+	}
+	wg.Wait()
+	rep := l.rec.Report("smtpload", map[string]any{
+		"addr": cfg.addr, "n": cfg.n, "c": cfg.c, "size": cfg.size, "duration": cfg.duration.String(),
+		"reuse": cfg.reuse, "reply_share": cfg.replyShare, "attach_rate": cfg.attachRate, "refs": cfg.refs,
+	}, time.Since(start))
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	if cfg.jsonPath != "" {
+		return rep.WriteJSONFile(cfg.jsonPath)
+	}
+	return nil
+}
+
+// sent is a message the server accepted, which later ones may reply to.
+type sent struct {
+	id, subject string
+	refs        []string // its References plus its own id: a reply's References
+}
+
+type loader struct {
+	cfg  config
+	rec  *loadstat.Recorder
+	run  string // makes Message-IDs unique across runs
+	next atomic.Int64
+
+	mu     sync.Mutex
+	recent [1024]sent // a ring of accepted messages
+	nSent  int
+}
+
+func (l *loader) accepted(s sent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recent[l.nSent%len(l.recent)] = s
+	l.nSent++
+}
+
+func (l *loader) parent(rng *rand.Rand) (sent, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nSent == 0 {
+		return sent{}, false
+	}
+	return l.recent[rng.IntN(min(l.nSent, len(l.recent)))], true
+}
+
+// maxChain bounds the References a reply inherits: replies to replies would
+// otherwise grow without end over a long run.
+const maxChain = 20
+
+// compose builds message i: a reply to a recently accepted message at
+// -reply-share, otherwise the first of a new thread.
+func (l *loader) compose(i int64, rng *rand.Rand) (sent, []byte) {
+	m := mailgen.Message{
+		ID:         fmt.Sprintf("load.%s.%d@example.com", l.run, i),
+		To:         l.cfg.rcpt,
+		Date:       time.Now(),
+		Size:       l.cfg.size,
+		Attachment: rng.Float64() < l.cfg.attachRate,
+	}
+	for r := range l.cfg.refs {
+		// Shared by every 50th message, like a long mailing-list thread
+		// whose older messages were never received.
+		m.References = append(m.References, fmt.Sprintf("list.%d.%d@lists.example.org", i%50, r))
+	}
+	if p, ok := l.parent(rng); ok && rng.Float64() < l.cfg.replyShare {
+		m.Subject = "Re: " + strings.TrimPrefix(p.subject, "Re: ") // no stacked Re:
+		m.InReplyTo = p.id
+		m.References = append(m.References, p.refs...)
+	} else {
+		m.Subject = mailgen.Subject(rng)
+	}
+	chain := append(slices.Clone(m.References[l.cfg.refs:]), m.ID)
+	if len(chain) > maxChain {
+		// Trimmed from the front keeping the first, as mail clients do.
+		chain = append(chain[:1], chain[len(chain)-maxChain+1:]...)
+	}
+	return sent{id: m.ID, subject: m.Subject, refs: chain}, mailgen.Build(m, rng)
+}
+
+func (l *loader) worker(ctx context.Context, rng *rand.Rand) {
+	var c *gosmtp.Client
+	defer func() {
+		if c != nil {
+			c.Quit()
+			c.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		i := l.next.Add(1) - 1
+		if l.cfg.n > 0 && i >= int64(l.cfg.n) {
+			return
+		}
+		s, msg := l.compose(i, rng)
+		if c == nil {
+			var err error
+			if c, err = gosmtp.Dial(l.cfg.addr); err != nil {
+				l.rec.Fail("message", code(err))
+				time.Sleep(10 * time.Millisecond) // do not spin on a refusing server
+				continue
+			}
+		}
+		if err := l.send(c, msg); err != nil {
+			l.rec.Fail("message", code(err))
+			c.Close() // the session's state is unknown: start over
+			c = nil
+			continue
+		}
+		l.accepted(s)
+		if !l.cfg.reuse {
+			c.Quit()
+			c.Close()
+			c = nil
+		}
+	}
+}
+
+// send runs one transaction and records its end-of-DATA → reply latency.
+func (l *loader) send(c *gosmtp.Client, msg []byte) error {
+	if err := c.Mail(l.cfg.from, nil); err != nil {
+		return err
+	}
+	if err := c.Rcpt(l.cfg.rcpt, nil); err != nil {
+		return err
+	}
+	stamp := time.Now().UnixNano()
+	wc, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(wc, "%s: %d\r\n", SentHeader, stamp); err != nil {
+		return err
+	}
+	if _, err := wc.Write(msg); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := wc.Close(); err != nil { // sends the final dot, reads the reply
+		return err
+	}
+	l.rec.Observe("message", time.Since(t0), len(msg))
+	return nil
+}
+
+// code names an error for the report: the SMTP reply code, or "net".
+func code(err error) string {
+	var se *gosmtp.SMTPError
+	if errors.As(err, &se) {
+		return strconv.Itoa(se.Code)
+	}
+	return "net"
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+// applyDSN applies an inbound delivery status notification (SPEC §6) to
+// the outbound message of inboxID it names: each recipient the report says
+// failed becomes bounced. "delayed" and the other actions change nothing.
+// It runs in the ingest transaction, so the DSN and its effect commit
+// together.
+func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *message.DSN) error {
+	if dsn == nil || dsn.OriginalMessageID == "" {
+		return nil
+	}
+	// message_ids holds every id a message is known by, including the one a
+	// relay assigned, so a DSN naming either finds it.
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.id FROM message_ids i JOIN messages m ON m.id = i.message_id
+		WHERE i.inbox_id = ? AND i.rfc_message_id = ? AND m.inbox_id = i.inbox_id AND m.direction = 'outbound'`,
+		inboxID, dsn.OriginalMessageID)
+	if err != nil {
+		return fmt.Errorf("find bounced message: %w", err)
+	}
+	var msgs []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("find bounced message: %w", err)
+		}
+		msgs = append(msgs, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find bounced message: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	now := ms(db.now())
+	var changed []string
+	for _, id := range msgs {
+		n := int64(0)
+		for _, r := range dsn.Recipients {
+			if r.Action != "failed" || r.Email == "" {
+				continue
+			}
+			text := r.Diagnostic
+			if text == "" {
+				text = r.Status
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = ?, smtp_code = ?, smtp_message = ?,
+					next_attempt_at = NULL, updated_at = ?
+				WHERE message_id = ? AND lower(email) = lower(?)`,
+				StatusBounced, nullIfZero(dsnCode(r.Diagnostic, r.Status)), nullIfEmpty(text), now, id, r.Email)
+			if err != nil {
+				return fmt.Errorf("bounce delivery: %w", err)
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("bounce delivery: %w", err)
+			}
+			n += k
+		}
+		if n > 0 {
+			changed = append(changed, id)
+		}
+	}
+	return updateStates(ctx, tx, changed)
+}
+
+// replyCode finds an SMTP reply code (RFC 5321 §4.2) in a diagnostic: three
+// digits not part of a longer number, an IP address or an enhanced status
+// code, so "host mx[192.0.2.1] said: 550 5.1.1 …" yields 550.
+var replyCode = regexp.MustCompile(`(?:^|[^0-9.])([45][0-9][0-9])(?:[^0-9.]|$)`)
+
+// dsnCode is the SMTP code stored for a bounced recipient: the reply code
+// in the diagnostic, else one derived from the status class (RFC 3463
+// §3.1: 5.x.x permanent, 4.x.x transient), else 0 (none).
+func dsnCode(diagnostic, status string) int {
+	if m := replyCode.FindStringSubmatch(diagnostic); m != nil {
+		return int(m[1][0]-'0')*100 + int(m[1][1]-'0')*10 + int(m[1][2]-'0')
+	}
+	switch {
+	case len(status) > 1 && status[0] == '5' && status[1] == '.':
+		return 550
+	case len(status) > 1 && status[0] == '4' && status[1] == '.':
+		return 450
+	}
+	return 0
+}

@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// The hot statements of the write path are prepared once, when the
+// database opens: parsing SQL was an eighth of the ingest CPU. They must be
+// prepared before any transaction holds the single writer connection.
+func (db *DB) prepareHot(ctx context.Context) error {
+	for _, q := range hotQueries {
+		s, err := db.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		db.stmts[q] = s
+	}
+	return nil
+}
+
+// exec runs query in tx, through its prepared statement when it has one.
+func (db *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if s, ok := db.stmts[query]; ok {
+		return tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs a single-row query in tx, through its prepared statement
+// when it has one.
+func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if s, ok := db.stmts[query]; ok {
+		return tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
