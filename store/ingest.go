@@ -346,65 +346,81 @@ type txFinder struct {
 	links map[string]string
 }
 
-// maxVars bounds the parameters of one IN (…) list.
-const maxVars = 500
+// The finder's queries take the ids as one JSON array (json_each), so each
+// is one prepared statement whatever the number of ids.
+const (
+	sqlFindMessageIDs = `SELECT i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
+		FROM message_ids i JOIN messages m ON m.id = i.message_id
+		WHERE i.inbox_id = ? AND i.rfc_message_id IN (SELECT value FROM json_each(?)) ORDER BY i.rowid`
+	sqlFindLinks = `SELECT rfc_message_id, thread_id FROM missing_parents
+		WHERE inbox_id = ? AND rfc_message_id IN (SELECT value FROM json_each(?))`
+	sqlInsertLinks = `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id)
+		SELECT ?, value, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`
+)
 
-func newTxFinder(ctx context.Context, tx *sql.Tx, inboxID, own string, cands []thread.Candidate) (*txFinder, error) {
-	ids := make([]any, 0, len(cands)+1)
+func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, cands []thread.Candidate) (*txFinder, error) {
+	ids := make([]string, 0, len(cands)+1)
 	ids = append(ids, own)
 	for _, c := range cands {
 		ids = append(ids, c.ID)
 	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
 	f := &txFinder{msgs: map[string]thread.Stored{}, links: map[string]string{}}
-	for start := 0; start < len(ids); start += maxVars {
-		chunk := ids[start:min(start+maxVars, len(ids))]
-		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
-		args := append([]any{inboxID}, chunk...)
-		rows, err := tx.QueryContext(ctx, `SELECT i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
-			FROM message_ids i JOIN messages m ON m.id = i.message_id
-			WHERE i.inbox_id = ? AND i.rfc_message_id IN `+in+` ORDER BY i.rowid`, args...)
-		if err != nil {
+	rows, err := db.query(ctx, tx, sqlFindMessageIDs, inboxID, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("find message ids: %w", err)
+	}
+	for rows.Next() {
+		var id, dir string
+		var s thread.Stored
+		var hash []byte
+		if err := rows.Scan(&id, &s.ThreadID, &dir, &hash); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("find message ids: %w", err)
 		}
-		for rows.Next() {
-			var id, dir string
-			var s thread.Stored
-			var hash []byte
-			if err := rows.Scan(&id, &s.ThreadID, &dir, &hash); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find message ids: %w", err)
-			}
-			if _, seen := f.msgs[id]; seen {
-				continue // the first copy answers
-			}
-			s.Outbound = dir == "outbound"
-			if hash != nil {
-				s.Hash = hex.EncodeToString(hash)
-			}
-			f.msgs[id] = s
+		if _, seen := f.msgs[id]; seen {
+			continue // the first copy answers
 		}
-		rows.Close()
-		rows, err = tx.QueryContext(ctx, `SELECT rfc_message_id, thread_id FROM missing_parents
-			WHERE inbox_id = ? AND rfc_message_id IN `+in, args...)
-		if err != nil {
+		s.Outbound = dir == "outbound"
+		if hash != nil {
+			s.Hash = hex.EncodeToString(hash)
+		}
+		f.msgs[id] = s
+	}
+	rows.Close()
+	if rows, err = db.query(ctx, tx, sqlFindLinks, inboxID, string(list)); err != nil {
+		return nil, fmt.Errorf("find missing parents: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, t string
+		if err := rows.Scan(&id, &t); err != nil {
 			return nil, fmt.Errorf("find missing parents: %w", err)
 		}
-		for rows.Next() {
-			var id, t string
-			if err := rows.Scan(&id, &t); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find missing parents: %w", err)
-			}
-			f.links[id] = t
-		}
-		rows.Close()
+		f.links[id] = t
 	}
-	return f, nil
+	return f, rows.Err()
 }
 
 func (f *txFinder) Message(id string) (thread.Stored, bool, error) {
 	s, ok := f.msgs[id]
 	return s, ok, nil
+}
+
+// newLinks drops the links that already exist: first writer wins, so
+// writing them again changes nothing (a long mailing-list References
+// header repeats the same ids message after message).
+func (f *txFinder) newLinks(links []string) []string {
+	out := links[:0:0]
+	for _, l := range links {
+		if _, ok := f.links[l]; !ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func (f *txFinder) Link(id string) (string, bool, error) {
@@ -416,7 +432,7 @@ func (f *txFinder) Link(id string) (string, bool, error) {
 // mayDefer is set and the deferred parent lookup applies, it writes nothing
 // and returns Deferred.
 func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string, mayDefer bool) (Delivered, error) {
-	f, err := newTxFinder(ctx, tx, inboxID, p.own, p.candidates)
+	f, err := newTxFinder(ctx, tx, db, inboxID, p.own, p.candidates)
 	if err != nil {
 		return Delivered{}, err
 	}
@@ -440,7 +456,7 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	}
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: inboxID, threadID: res.ThreadID, direction: "inbound", state: "received", match: res.Match,
-		echo: res.Echo, tag: tag, bcc: "[]", confirmed: true, createdAt: p.in.ReceivedAt, links: res.Links,
+		echo: res.Echo, tag: tag, bcc: "[]", confirmed: true, createdAt: p.in.ReceivedAt, links: f.newLinks(res.Links),
 	})
 	if err != nil {
 		return Delivered{}, err
@@ -495,7 +511,7 @@ const (
 )
 
 // hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
+var hotQueries = []string{sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed
@@ -554,7 +570,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		rowid, p.fts[0], p.fts[1], p.fts[2]); err != nil {
 		return Delivered{}, fmt.Errorf("index message: %w", err)
 	}
-	if err := recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links); err != nil {
+	if err := db.recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links); err != nil {
 		return Delivered{}, err
 	}
 	return Delivered{InboxID: r.inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: r.match}, nil
@@ -563,23 +579,23 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 // recordLinks applies SPEC §4 step 5: unresolved candidates become
 // missing-parent links (first writer wins) and the message's own id stops
 // being one.
-func recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string) error {
-	for start := 0; start < len(links); start += maxVars / 3 {
-		chunk := links[start:min(start+maxVars/3, len(links))]
-		args := make([]any, 0, 3*len(chunk))
-		for _, l := range chunk {
-			args = append(args, inboxID, l, threadID)
+func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string) error {
+	if len(links) > 0 {
+		list, err := json.Marshal(links)
+		if err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id) VALUES (?, ?, ?)`+
-			strings.Repeat(", (?, ?, ?)", len(chunk)-1)+` ON CONFLICT DO NOTHING`, args...); err != nil {
+		if _, err := db.exec(ctx, tx, sqlInsertLinks, inboxID, threadID, string(list)); err != nil {
 			return fmt.Errorf("record missing parent: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`, inboxID, own); err != nil {
+	if _, err := db.exec(ctx, tx, sqlDropLink, inboxID, own); err != nil {
 		return fmt.Errorf("drop missing parent: %w", err)
 	}
 	return nil
 }
+
+const sqlDropLink = `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`
 
 func nullIfEmpty(s string) any {
 	if s == "" {

@@ -153,7 +153,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 	}
 	// Step 5 of SPEC §4 applies to outbound messages too.
 	var links []string
-	f, err := newTxFinder(ctx, tx, o.InboxID, p.own, p.candidates)
+	f, err := newTxFinder(ctx, tx, db, o.InboxID, p.own, p.candidates)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -166,7 +166,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 	}
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
-		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: links,
+		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: f.newLinks(links),
 	})
 	if err != nil {
 		return SendResult{}, err

@@ -36,3 +36,11 @@ func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...an
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
+
+// query runs a query in tx, through its prepared statement when it has one.
+func (db *DB) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if s, ok := db.stmts[query]; ok {
+		return tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
+}
