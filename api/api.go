@@ -118,6 +118,8 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.need("approvals:read", s.getApproval))
 			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.need("approvals:write", s.decide(true)))
 			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.need("approvals:write", s.decide(false)))
+			r.Get("/events", s.need("events:read", s.listEvents))
+			r.Post("/test/inbound", s.need("test:write", s.testInbound))
 			r.Get("/keys", s.need("keys:write", s.listKeys))
 			r.Post("/keys", s.need("keys:write", s.createKey))
 			r.Delete("/keys/{key_id}", s.need("keys:write", s.revokeKey))

@@ -192,3 +192,5 @@ const multipartHeader = "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; bou
 // part and a small PDF attachment.
 const withPDF = "--x\r\nContent-Type: text/plain\r\n\r\nQuote attached.\r\n" +
 	"--x\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=q.pdf\r\n\r\n%PDF-1.4 tiny\r\n--x--"
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -122,12 +122,19 @@ type DeliveryResult struct {
 
 // RecordDeliveries stores attempt outcomes and the messages' states.
 func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) error {
-	return db.tx(ctx, func(tx *sql.Tx) error { return recordDeliveries(ctx, tx, results, ms(db.now())) })
+	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveries(ctx, tx, results) })
 }
 
-func recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult, now int64) error {
+// recordDeliveries stores outcomes, recomputes the messages' states and
+// emits one delivery event per message and status, listing its recipients
+// (SPEC §8), in tx.
+func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
+	now := ms(db.now())
 	var msgs []string
 	seen := map[string]bool{}
+	type group struct{ message, status string }
+	var order []group
+	recipients := map[group][]map[string]any{}
 	for _, r := range results {
 		var next any
 		if r.Status == StatusDeferred {
@@ -142,8 +149,35 @@ func recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult,
 			seen[msg] = true
 			msgs = append(msgs, msg)
 		}
+		var email string
+		if err := tx.QueryRowContext(ctx, `SELECT email FROM deliveries WHERE id = ?`, r.ID).Scan(&email); err != nil {
+			return fmt.Errorf("record delivery %d: %w", r.ID, err)
+		}
+		g := group{msg, r.Status}
+		if _, ok := recipients[g]; !ok {
+			order = append(order, g)
+		}
+		recipients[g] = append(recipients[g], map[string]any{"email": email, "delivery_status": r.Status,
+			"smtp_code": nullIfZero(r.Code), "smtp_message": nullIfEmpty(r.Message)})
 	}
-	return updateStates(ctx, tx, msgs)
+	if err := updateStates(ctx, tx, msgs); err != nil {
+		return err
+	}
+	for _, g := range order {
+		var inboxID, threadID string
+		var seq int64
+		var simulated, echo bool
+		if err := tx.QueryRowContext(ctx, `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`, g.message).
+			Scan(&inboxID, &threadID, &seq, &simulated, &echo); err != nil {
+			return fmt.Errorf("delivery event: %w", err)
+		}
+		data := messageEventData(g.message, threadID, "outbound", seq, simulated, echo)
+		data["recipients"] = recipients[g]
+		if err := db.appendEvent(ctx, tx, inboxID, "message."+g.status, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func nullIfZero(n int) any {
@@ -230,7 +264,7 @@ func (db *DB) DeliverLocal(ctx context.Context, cs []Claimed) error {
 			}
 			results = append(results, DeliveryResult{ID: c.ID, Status: StatusDelivered, Code: 250, Message: "2.0.0 Delivered locally"})
 		}
-		return recordDeliveries(ctx, tx, results, ms(now))
+		return db.recordDeliveries(ctx, tx, results)
 	})
 }
 

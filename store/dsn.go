@@ -42,10 +42,8 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 	if len(msgs) == 0 {
 		return nil
 	}
-	now := ms(db.now())
-	var changed []string
+	var results []DeliveryResult
 	for _, id := range msgs {
-		n := int64(0)
 		for _, r := range dsn.Recipients {
 			if r.Action != "failed" || r.Email == "" {
 				continue
@@ -54,24 +52,22 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 			if text == "" {
 				text = r.Status
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = ?, smtp_code = ?, smtp_message = ?,
-					next_attempt_at = NULL, updated_at = ?
-				WHERE message_id = ? AND lower(email) = lower(?)`,
-				StatusBounced, nullIfZero(dsnCode(r.Diagnostic, r.Status)), nullIfEmpty(text), now, id, r.Email)
+			rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries WHERE message_id = ? AND lower(email) = lower(?)`, id, r.Email)
 			if err != nil {
-				return fmt.Errorf("bounce delivery: %w", err)
+				return fmt.Errorf("find bounced delivery: %w", err)
 			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("bounce delivery: %w", err)
+			for rows.Next() {
+				var d int64
+				if err := rows.Scan(&d); err != nil {
+					rows.Close()
+					return fmt.Errorf("find bounced delivery: %w", err)
+				}
+				results = append(results, DeliveryResult{ID: d, Status: StatusBounced, Code: dsnCode(r.Diagnostic, r.Status), Message: text})
 			}
-			n += k
-		}
-		if n > 0 {
-			changed = append(changed, id)
+			rows.Close()
 		}
 	}
-	return updateStates(ctx, tx, changed)
+	return db.recordDeliveries(ctx, tx, results)
 }
 
 // replyCode finds an SMTP reply code (RFC 5321 §4.2) in a diagnostic: three

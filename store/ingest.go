@@ -461,6 +461,10 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	if err != nil {
 		return Delivered{}, err
 	}
+	if err := db.appendEvent(ctx, tx, inboxID, EventMessageReceived,
+		messageEventData(d.MessageID, d.ThreadID, "inbound", d.Sequence, p.in.Simulated, res.Echo)); err != nil {
+		return Delivered{}, err
+	}
 	if err := db.applyDSN(ctx, tx, inboxID, p.in.Parsed.DSN); err != nil {
 		return Delivered{}, err
 	}
@@ -511,7 +515,7 @@ const (
 )
 
 // hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
+var hotQueries = []string{sqlInboxScope, sqlInsertEvent, sqlEndpointsFor, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed

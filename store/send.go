@@ -171,6 +171,17 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 	if err != nil {
 		return SendResult{}, err
 	}
+	data := messageEventData(d.MessageID, d.ThreadID, "outbound", d.Sequence, false, false)
+	if approvalID != "" {
+		var draftID string
+		if err := tx.QueryRowContext(ctx, `SELECT draft_id FROM approvals WHERE id = ?`, approvalID).Scan(&draftID); err != nil {
+			return SendResult{}, fmt.Errorf("approval draft: %w", err)
+		}
+		data["approval_id"], data["draft_id"] = approvalID, draftID
+	}
+	if err := db.appendEvent(ctx, tx, o.InboxID, EventMessageQueued, data); err != nil {
+		return SendResult{}, err
+	}
 	for _, r := range o.Recipients {
 		status, next := StatusQueued, any(ms(now))
 		if r.Route == "capture" {
@@ -230,6 +241,9 @@ func (db *DB) holdTx(ctx context.Context, tx *sql.Tx, o Outgoing) (SendResult, e
 	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, inbox_id, draft_id, draft_sha256, requested_at) VALUES (?, ?, ?, ?, ?)`,
 		approvalID, o.InboxID, draftID, sha(append(o.Raw, meta...)), ms(now)); err != nil {
 		return SendResult{}, fmt.Errorf("insert approval: %w", err)
+	}
+	if err := db.appendEvent(ctx, tx, o.InboxID, EventApprovalRequested, map[string]any{"approval_id": approvalID, "draft_id": draftID}); err != nil {
+		return SendResult{}, err
 	}
 	return SendResult{InboxID: o.InboxID, DraftID: draftID, ApprovalID: approvalID}, nil
 }
@@ -314,10 +328,10 @@ func (db *DB) ListApprovals(ctx context.Context, inboxID string, after *TimeKey,
 // Decide approves (queueing the exact draft) or rejects a pending approval.
 func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, approve bool, reason string) (Approval, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var status, meta string
+		var status, meta, draftID string
 		var raw, want []byte
-		err := tx.QueryRowContext(ctx, `SELECT a.status, a.draft_sha256, d.raw, d.send FROM approvals a JOIN drafts d ON d.id = a.draft_id
-			WHERE a.id = ? AND a.inbox_id = ?`, approvalID, inboxID).Scan(&status, &want, &raw, &meta)
+		err := tx.QueryRowContext(ctx, `SELECT a.status, a.draft_sha256, d.raw, d.send, d.id FROM approvals a JOIN drafts d ON d.id = a.draft_id
+			WHERE a.id = ? AND a.inbox_id = ?`, approvalID, inboxID).Scan(&status, &want, &raw, &meta, &draftID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
 		}
@@ -332,9 +346,11 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 		}
 		now := ms(db.now())
 		if !approve {
-			_, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'rejected', decided_at = ?, decided_by = ?, reason = ? WHERE id = ?`,
-				now, keyID, nullIfEmpty(reason), approvalID)
-			return err
+			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'rejected', decided_at = ?, decided_by = ?, reason = ? WHERE id = ?`,
+				now, keyID, nullIfEmpty(reason), approvalID); err != nil {
+				return err
+			}
+			return db.appendEvent(ctx, tx, inboxID, EventApprovalRejected, map[string]any{"approval_id": approvalID, "draft_id": draftID})
 		}
 		var d draftJSON
 		if err := json.Unmarshal([]byte(meta), &d); err != nil {
@@ -343,6 +359,10 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
 			Recipients: d.Recipients, Confirmed: d.Confirmed}, approvalID)
 		if err != nil {
+			return err
+		}
+		if err := db.appendEvent(ctx, tx, inboxID, EventApprovalApproved, map[string]any{"approval_id": approvalID, "draft_id": draftID,
+			"message_id": res.MessageID, "thread_id": res.ThreadID}); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, message_id = ?, thread_id = ?

@@ -1,4 +1,4 @@
--- user_version = 3
+-- user_version = 4
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -14,6 +14,9 @@ CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE next_attempt_at
 
 -- index deliveries_message
 CREATE INDEX deliveries_message ON deliveries(message_id, id);
+
+-- index events_project
+CREATE INDEX events_project ON events(project_id, seq);
 
 -- index inboxes_project
 CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
@@ -36,6 +39,18 @@ CREATE INDEX missing_parents_thread ON missing_parents(thread_id);
 
 -- index threads_inbox_recent
 CREATE INDEX threads_inbox_recent ON threads(inbox_id, last_message_at DESC, id DESC);
+
+-- index webhook_attempts_delivery
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts(delivery_id, id);
+
+-- index webhook_deliveries_due
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+
+-- index webhook_deliveries_endpoint
+CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at DESC, id DESC);
+
+-- index webhook_endpoints_project
+CREATE INDEX webhook_endpoints_project ON webhook_endpoints(project_id, created_at, id);
 
 -- table api_keys
 CREATE TABLE api_keys (
@@ -135,6 +150,18 @@ CREATE TABLE envelopes (
 	helo       TEXT NOT NULL,
 	tls        INTEGER NOT NULL,
 	auth_user  TEXT
+) STRICT;
+
+-- table events
+CREATE TABLE events (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	id          TEXT NOT NULL UNIQUE,
+	project_id  TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	inbox_id    TEXT,
+	type        TEXT NOT NULL,
+	environment TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	created_at  INTEGER NOT NULL
 ) STRICT;
 
 -- table idempotency_keys
@@ -243,4 +270,42 @@ CREATE TABLE threads (
 	last_message_at        INTEGER NOT NULL,
 	last_message_direction TEXT NOT NULL,
 	created_at             INTEGER NOT NULL
+) STRICT;
+
+-- table webhook_attempts
+CREATE TABLE webhook_attempts (
+	id               INTEGER PRIMARY KEY,
+	delivery_id      TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+	at               INTEGER NOT NULL,
+	status_code      INTEGER,
+	duration_ms      INTEGER,
+	response_excerpt TEXT,
+	error            TEXT
+) STRICT;
+
+-- table webhook_deliveries
+CREATE TABLE webhook_deliveries (
+	id              TEXT PRIMARY KEY,
+	endpoint_id     TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+	event_seq       INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+	status          TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+	attempt_count   INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at INTEGER, -- NULL once delivered or failed
+	created_at      INTEGER NOT NULL
+) STRICT;
+
+-- table webhook_endpoints
+CREATE TABLE webhook_endpoints (
+	id               TEXT PRIMARY KEY,
+	project_id       TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	url              TEXT NOT NULL,
+	event_types      TEXT NOT NULL DEFAULT '[]', -- JSON list; empty = all
+	inbox_ids        TEXT,                       -- JSON list; NULL = all
+	enabled          INTEGER NOT NULL DEFAULT 1,
+	description      TEXT,
+	secret           TEXT NOT NULL,              -- whsec_…
+	previous_secret  TEXT,                       -- also signs until previous_until
+	previous_until   INTEGER,
+	disabled_reason  TEXT,
+	created_at       INTEGER NOT NULL
 ) STRICT;
