@@ -163,6 +163,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	project, err := db.DefaultProject(ctx)
+	if err != nil {
+		return err
+	}
 	var tlsConfig *tls.Config
 	switch {
 	case c.TLSCert != "":
@@ -257,7 +261,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return nil
 	})
 	log.Info("inboxd started", "version", version, "smtp", smtpLn.Addr().String(), "http", httpLn.Addr().String(),
-		"data", c.Data, "project", boot.ProjectID)
+		"data", c.Data, "project", project.ID)
 
 	var runErr error
 	select {
