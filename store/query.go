@@ -134,9 +134,22 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 		args = append(args, after.At, after.ID)
 	}
 	if !q.Empty() {
-		b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid
-			WHERE messages_fts MATCH ? AND m.inbox_id = ? AND m.deleted_at IS NULL)`)
-		args = append(args, q.match, inboxID)
+		common, err := db.commonTerm(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if common {
+			// Walk the inbox's threads newest first and keep those with a
+			// matching message: a common term fills a page after a few.
+			b.WriteString(` AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = t.id AND m.deleted_at IS NULL
+				AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid))`)
+			args = append(args, q.match)
+		} else {
+			// Few matches: collect their threads, then sort those.
+			b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid
+				WHERE messages_fts MATCH ? AND m.inbox_id = ? AND m.deleted_at IS NULL)`)
+			args = append(args, q.match, inboxID)
+		}
 	}
 	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)
 	args = append(args, limit)
@@ -184,7 +197,20 @@ func (db *DB) ThreadPage(ctx context.Context, threadID string, after *SeqKey, af
 func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
 	var b strings.Builder
 	args := []any{inboxID}
-	b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
+	common := false
+	if !q.Empty() {
+		var err error
+		if common, err = db.commonTerm(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	if q.Empty() || common {
+		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
+	} else {
+		// Few matches: drive the query from them (the unary + keeps the
+		// planner off the inbox index, which would walk the whole inbox).
+		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE +inbox_id = ? AND deleted_at IS NULL`)
+	}
 	if direction != "" {
 		b.WriteString(` AND direction = ?`)
 		args = append(args, direction)
@@ -193,13 +219,31 @@ func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction 
 		b.WriteString(` AND (created_at, id) < (?, ?)`)
 		args = append(args, after.At, after.ID)
 	}
-	if !q.Empty() {
+	switch {
+	case common:
+		// Walk the inbox newest first, checking each message by rowid.
+		b.WriteString(` AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = messages.rowid)`)
+		args = append(args, q.match)
+	case !q.Empty():
 		b.WriteString(` AND rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`)
 		args = append(args, q.match)
 	}
 	b.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ?`)
 	args = append(args, limit)
 	return db.queryMessages(ctx, "inbox page", b.String(), args...)
+}
+
+// commonTerm reports whether a search matches more than searchProbe
+// messages (in any inbox). Few matches are cheapest collected and sorted;
+// many are cheapest found by walking the newest rows and checking each.
+func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)`,
+		q.match, db.searchProbe).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("search: %w", err)
+	}
+	return n >= db.searchProbe, nil
 }
 
 func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {

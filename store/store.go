@@ -74,6 +74,10 @@ type DB struct {
 	stopped          chan struct{} // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
 
+	// searchProbe is the number of matches above which a search walks
+	// rows newest first instead of collecting every match (query.go).
+	searchProbe int
+
 	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
 
 	changeMu sync.Mutex
@@ -126,6 +130,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
 		stmts:   map[string]*sql.Stmt{},
+
+		searchProbe: 2000,
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
