@@ -71,6 +71,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 // may have queued something and when the next retry is due; queued work
 // survives restarts because it lives in the database.
 func (w *Worker) Run(ctx context.Context) error {
+	if err := w.db.ReleaseClaims(ctx); err != nil {
+		return err
+	}
 	for {
 		changed := w.db.Changed()
 		next, ok, err := w.db.NextDeliveryAt(ctx)

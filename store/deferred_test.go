@@ -175,3 +175,30 @@ func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
 		t.Fatalf("deferred by a send older than the window: %+v %v", d, err)
 	}
 }
+
+// A delivery claimed by a process that died mid-attempt is due again at
+// the next start, not after its lease.
+func TestReleaseClaims(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	db, _ := openAt(t, filepath.Join(t.TempDir(), "inboxd.db"), clock)
+	ctx := context.Background()
+	b, _, _ := db.Bootstrap(ctx)
+	sendUnconfirmed(t, db, b.Inbox.ID, "claimed@localhost")
+	claimed, err := db.ClaimDeliveries(ctx, 10, time.Hour)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || !next.Equal(clock.Now().Add(time.Hour)) {
+		t.Fatalf("leased until %v", next)
+	}
+	if err := db.ReleaseClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || next.After(clock.Now()) {
+		t.Fatalf("after release due at %v, now %v", next, clock.Now())
+	}
+	again, err := db.ClaimDeliveries(ctx, 10, time.Hour)
+	if err != nil || len(again) != 1 || again[0].Attempts != 2 {
+		t.Fatalf("reclaim: %+v %v", again, err)
+	}
+}

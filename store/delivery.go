@@ -102,6 +102,30 @@ func updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
 	return nil
 }
 
+// ReleaseClaims makes deliveries left in sending by a process that stopped
+// mid-attempt due now. Only one process works the queue, so at start every
+// claim is orphaned; the attempt stays counted.
+func (db *DB) ReleaseClaims(ctx context.Context) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'deferred', next_attempt_at = ?1, updated_at = ?1
+			WHERE status = 'sending' RETURNING message_id`, ms(db.now()))
+		if err != nil {
+			return fmt.Errorf("release claims: %w", err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		return updateStates(ctx, tx, ids)
+	})
+}
+
 // NextDeliveryAt returns when the earliest waiting delivery is due.
 func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
