@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -73,27 +72,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.InboxIDs = []string{id}
 	}
-	var deadline <-chan time.Time
-	if wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		deadline = timer.C
-	}
 	var evs []store.Event
-	for {
-		changed := s.db.Changed()
+	err = s.poll(r, wait, func() (bool, error) {
 		evs, err = s.db.Events(r.Context(), f, limit+1)
-		if err != nil || len(evs) > 0 || deadline == nil {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-deadline:
-		case <-r.Context().Done():
-		}
-		break
-	}
+		return len(evs) > 0, err
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

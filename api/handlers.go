@@ -200,13 +200,10 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
-	var after *store.TimeKey
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		after = new(store.TimeKey)
-		if err := s.decodeCursor(c, scope, after); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	after, err := cursorAfter[store.TimeKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	threads, err := s.db.ListThreads(r.Context(), ib.ID, q, after, limit+1)
 	if err != nil {
@@ -227,6 +224,47 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, threadObject(t))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// poll runs query until it finds something or wait runs out (wait 0:
+// once). The change signal is taken before each query, so a commit between
+// the query and the wait is never missed; waiters are woken by commits,
+// never by polling the database.
+func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found bool, err error)) error {
+	var deadline <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	for {
+		changed := s.db.Changed()
+		found, err := query()
+		if err != nil || found || deadline == nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+// cursorAfter decodes the ?cursor= of a list into its keyset position (nil when
+// absent).
+func cursorAfter[K any](s *Server, r *http.Request, scope cursorScope) (*K, error) {
+	c := r.URL.Query().Get("cursor")
+	if c == "" {
+		return nil, nil
+	}
+	k := new(K)
+	if err := s.decodeCursor(c, scope, k); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 func (s *Server) setCursor(dst **string, scope cursorScope, key any) error {
@@ -286,37 +324,16 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
-	var after *store.SeqKey
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		after = new(store.SeqKey)
-		if err := s.decodeCursor(c, scope, after); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	// Long-poll: take the change signal before querying, so a commit
-	// between the query and the wait is never missed.
-	var deadline <-chan time.Time
-	if wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		deadline = timer.C
+	after, err := cursorAfter[store.SeqKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	var msgs []store.Message
-	for {
-		changed := s.db.Changed()
+	err = s.poll(r, wait, func() (bool, error) {
 		msgs, err = s.db.ThreadPage(r.Context(), t.ID, after, afterSeq, limit+1)
-		if err != nil || len(msgs) > 0 || deadline == nil {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-deadline:
-		case <-r.Context().Done():
-		}
-		break
-	}
+		return len(msgs) > 0, err
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -385,13 +402,10 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
-	var after *store.TimeKey
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		after = new(store.TimeKey)
-		if err := s.decodeCursor(c, scope, after); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	after, err := cursorAfter[store.TimeKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	msgs, err := s.db.InboxPage(r.Context(), ib.ID, q, direction, after, limit+1)
 	if err != nil {

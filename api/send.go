@@ -293,13 +293,10 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
-	var after *store.TimeKey
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		after = new(store.TimeKey)
-		if err := s.decodeCursor(c, scope, after); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	after, err := cursorAfter[store.TimeKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	as, err := s.db.ListApprovals(r.Context(), ib.ID, after, limit+1)
 	if err != nil {
