@@ -41,6 +41,9 @@ type Config struct {
 	RelayMessageIDFormat  string
 	OutboundRetrySchedule durationList
 
+	WebhookRetrySchedule durationList
+	WebhookDenyPrivate   bool
+
 	LogFormat       string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -110,6 +113,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.RelayMessageIDPattern, "relay-message-id-pattern", "", "regexp with one group that finds a relay-assigned Message-ID in its 250 reply (SES style)")
 	fs.StringVar(&c.RelayMessageIDFormat, "relay-message-id-format", "%s", "format of the relay-assigned Message-ID, e.g. %s@email.amazonses.com")
 	fs.Var(&c.OutboundRetrySchedule, "outbound-retry-schedule", "delays between delivery attempts, e.g. 1s,2s (default 1m,5m,15m,30m,1h,2h,4h; the last repeats for 3 days)")
+	fs.Var(&c.WebhookRetrySchedule, "webhook-retry-schedule", "delays between webhook delivery attempts, e.g. 1s,2s (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h; then failed)")
+	fs.BoolVar(&c.WebhookDenyPrivate, "webhook-deny-private", false, "refuse webhook URLs on loopback, private and link-local addresses, at registration and at connect time")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight work")

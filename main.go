@@ -28,6 +28,7 @@ import (
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/webhook"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -227,7 +228,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Domains:         c.Domains,
 		Logger:          log,
 	}, db)
-	handler, err := api.New(ctx, db, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, Sender: sender})
+	hooks := webhook.NewWorker(db, webhook.WorkerConfig{
+		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + version,
+		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
+	})
+	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, Sender: sender}
+	if c.WebhookDenyPrivate {
+		apiCfg.CheckWebhookURL = webhook.CheckURL
+	}
+	handler, err := api.New(ctx, db, apiCfg)
 	if err != nil {
 		return err
 	}
@@ -248,11 +257,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); db.Run(writerCtx) }()
-	// The delivery worker stops with the transports; what it has not
+	// The delivery workers stop with the transports; what they have not
 	// delivered stays queued in the database for the next start.
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()
 	start("outbound", func() error { return worker.Run(workerCtx) })
+	start("webhook", func() error { return hooks.Run(workerCtx) })
 	start("smtp", func() error { return smtpSrv.Serve(smtpLn) })
 	start("http", func() error {
 		if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -606,5 +608,69 @@ func TestIdempotentSendSurvivesKill(t *testing.T) {
 	}
 	if err := c.do(ctx, "GET", thread+"?after_sequence=2&wait=1", nil, "", &page); err != nil || len(page.Data) != 0 {
 		t.Fatalf("delivered twice: %+v %v", page, err)
+	}
+}
+
+// The whole path: mail over SMTP → message.received → a signed webhook
+// POSTed to a real HTTP receiver, verified by the Standard Webhooks
+// library; then a clean shutdown.
+func TestSMTPToSignedWebhook(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
+	c := apiClient{base: "http://" + s.http, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	ctx := context.Background()
+
+	got := make(chan *http.Request, 4)
+	bodies := make(chan []byte, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+	}))
+	defer recv.Close()
+
+	var me struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
+		t.Fatal(err)
+	}
+	var ep struct{ ID, Secret string }
+	if err := c.do(ctx, "POST", "/v1/projects/"+me.ProjectID+"/webhooks", map[string]any{"url": recv.URL,
+		"event_types": []string{"message.received"}}, "", &ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"}, "Message-ID: <hook@example.com>\r\nSubject: hook\r\n\r\nhello\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var r *http.Request
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook")
+	}
+	body := <-bodies
+	wh, err := standardwebhooks.NewWebhook(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(body, r.Header); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	var ev struct {
+		ID, Type string
+		Data     struct {
+			MessageID string `json:"message_id"`
+			Sequence  int
+		}
+	}
+	json.Unmarshal(body, &ev)
+	if ev.Type != "message.received" || ev.ID != r.Header.Get("webhook-id") || !strings.HasPrefix(ev.Data.MessageID, "msg_") ||
+		ev.Data.Sequence != 1 || !strings.HasPrefix(r.Header.Get("User-Agent"), "inboxd/") {
+		t.Fatalf("webhook: %s %v", body, r.Header)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
 }

@@ -33,6 +33,9 @@ type Config struct {
 	Sender *outbound.Service
 	// MaxSendBytes bounds a send request body (attachments arrive base64).
 	MaxSendBytes int64
+	// CheckWebhookURL, when set, refuses webhook URLs at registration
+	// (--webhook-deny-private); the worker checks again at connect time.
+	CheckWebhookURL URLCheck
 }
 
 // Server serves the API.
@@ -120,6 +123,15 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.need("approvals:write", s.decide(false)))
 			r.Get("/events", s.need("events:read", s.listEvents))
 			r.Post("/test/inbound", s.need("test:write", s.testInbound))
+			r.Get("/webhooks", s.need("webhooks:read", s.listWebhooks))
+			r.Post("/webhooks", s.need("webhooks:write", s.createWebhook(cfg.CheckWebhookURL)))
+			r.Get("/webhooks/{webhook_id}", s.need("webhooks:read", s.getWebhook))
+			r.Patch("/webhooks/{webhook_id}", s.need("webhooks:write", s.updateWebhook(cfg.CheckWebhookURL)))
+			r.Delete("/webhooks/{webhook_id}", s.need("webhooks:write", s.deleteWebhook))
+			r.Post("/webhooks/{webhook_id}/rotate-secret", s.need("webhooks:write", s.rotateWebhookSecret))
+			r.Get("/webhooks/{webhook_id}/deliveries", s.need("webhooks:read", s.listWebhookDeliveries))
+			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.need("webhooks:read", s.getWebhookDelivery))
+			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.need("webhooks:write", s.retryWebhookDelivery))
 			r.Get("/keys", s.need("keys:write", s.listKeys))
 			r.Post("/keys", s.need("keys:write", s.createKey))
 			r.Delete("/keys/{key_id}", s.need("keys:write", s.revokeKey))

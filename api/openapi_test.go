@@ -172,6 +172,8 @@ func TestOpenAPIScopes(t *testing.T) {
 		"attachment_id": "att_none", // the scope check comes before the lookup
 		"key_id":        "key_none",
 		"approval_id":   "apr_none", // likewise
+		"webhook_id":    "whe_none", // likewise
+		"delivery_id":   "dlv_none",
 	}
 	tokens := map[string]string{} // scope left out → token
 	keyLacking := func(scope string) string {
@@ -351,6 +353,8 @@ func TestOpenAPISchemasMatchObjects(t *testing.T) {
 		"Inbox": inboxJSON{}, "Key": keyJSON{}, "Thread": threadJSON{}, "Message": messageJSON{},
 		"ThreadMessage": threadMessageJSON{}, "Address": addressJSON{}, "Recipient": recipientJSON{},
 		"Attachment": attachmentJSON{}, "Approval": approvalJSON{}, "Draft": draftJSON{},
+		"Webhook": webhookJSON{}, "WebhookWithSecret": webhookWithSecretJSON{}, "WebhookDelivery": webhookDeliveryJSON{},
+		"WebhookDeliveryDetail": webhookDeliveryDetailJSON{}, "WebhookAttempt": webhookAttemptJSON{},
 	} {
 		s, ok := sr.schemas[name].(map[string]any)
 		if !ok {

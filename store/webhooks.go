@@ -1,0 +1,606 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Webhook delivery statuses (SPEC §9).
+const (
+	WebhookPending   = "pending"
+	WebhookDelivered = "delivered"
+	WebhookFailed    = "failed"
+)
+
+// WebhookSecretPrefix starts every Standard Webhooks secret.
+const WebhookSecretPrefix = "whsec_"
+
+// SecretOverlap is how long a rotated-out secret keeps signing (SPEC §9).
+const SecretOverlap = 24 * time.Hour
+
+// ErrDelivered is returned when a delivered webhook delivery is retried.
+var ErrDelivered = errors.New("webhook delivery already delivered")
+
+// ErrBadSecret is returned for a supplied secret that is not whsec_ +
+// base64 of 24–64 bytes.
+var ErrBadSecret = errors.New("webhook secret must be whsec_ followed by the base64 of 24 to 64 bytes")
+
+// WebhookSecretKey returns the HMAC key of a whsec_ secret (SPEC §9: the
+// base64-decoded part after the prefix), or ErrBadSecret.
+func WebhookSecretKey(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, WebhookSecretPrefix)
+	if !ok {
+		return nil, ErrBadSecret
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, ErrBadSecret
+	}
+	return key, nil
+}
+
+// WebhookEndpoint is a registered receiver, never with its secret.
+type WebhookEndpoint struct {
+	ID             string
+	ProjectID      string
+	URL            string
+	EventTypes     []string // empty = all
+	InboxIDs       []string // nil = every inbox
+	Enabled        bool
+	Description    string
+	DisabledReason string
+	CreatedAt      time.Time
+}
+
+// NewWebhookEndpoint is the input of CreateWebhookEndpoint.
+type NewWebhookEndpoint struct {
+	URL         string
+	EventTypes  []string
+	InboxIDs    []string // nil = every inbox
+	Description string
+	Secret      string // "" = generate one
+}
+
+// WebhookEndpointPatch changes the fields that are set.
+type WebhookEndpointPatch struct {
+	URL         *string
+	EventTypes  *[]string
+	SetInboxIDs bool     // when true, InboxIDs replaces the filter
+	InboxIDs    []string // nil = every inbox
+	Enabled     *bool
+	Description *string
+}
+
+// newWebhookSecret is whsec_ + base64 of 32 bytes of the store's source.
+func (db *DB) newWebhookSecret() string {
+	p := make([]byte, 32)
+	db.readRand(p)
+	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(p)
+}
+
+func stringsJSON(l []string) string {
+	if l == nil {
+		l = []string{}
+	}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+func stringsJSONOrNull(l []string) any {
+	if l == nil {
+		return nil
+	}
+	return stringsJSON(l)
+}
+
+// CreateWebhookEndpoint registers an endpoint and returns it with its
+// secret, the only time the secret leaves the store. An inbox outside the
+// project is ErrNotFound, a bad supplied secret ErrBadSecret.
+func (db *DB) CreateWebhookEndpoint(ctx context.Context, projectID string, in NewWebhookEndpoint) (WebhookEndpoint, string, error) {
+	secret := in.Secret
+	if secret == "" {
+		secret = db.newWebhookSecret()
+	} else if _, err := WebhookSecretKey(secret); err != nil {
+		return WebhookEndpoint{}, "", err
+	}
+	now := db.now().UTC().Truncate(time.Millisecond)
+	ep := WebhookEndpoint{
+		ID: db.newID("whe_"), ProjectID: projectID, URL: in.URL, EventTypes: in.EventTypes,
+		InboxIDs: in.InboxIDs, Enabled: true, Description: in.Description, CreatedAt: now,
+	}
+	if ep.EventTypes == nil {
+		ep.EventTypes = []string{}
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if err := inboxesExist(ctx, tx, projectID, in.InboxIDs); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, project_id, url, event_types, inbox_ids, enabled, description, secret, created_at)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+			ep.ID, projectID, ep.URL, stringsJSON(ep.EventTypes), stringsJSONOrNull(ep.InboxIDs), nullIfEmpty(ep.Description), secret, ms(now))
+		return err
+	})
+	if err != nil {
+		return WebhookEndpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	return ep, secret, nil
+}
+
+func inboxesExist(ctx context.Context, tx *sql.Tx, projectID string, ids []string) error {
+	for _, id := range ids {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM inboxes WHERE id = ? AND project_id = ?`, id, projectID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("inbox %s: %w", id, ErrNotFound)
+		}
+	}
+	return nil
+}
+
+const webhookEndpointColumns = `id, project_id, url, event_types, inbox_ids, enabled, coalesce(description, ''), coalesce(disabled_reason, ''), created_at`
+
+func scanWebhookEndpoint(row interface{ Scan(...any) error }) (WebhookEndpoint, error) {
+	var ep WebhookEndpoint
+	var types string
+	var inboxes sql.NullString
+	var created int64
+	if err := row.Scan(&ep.ID, &ep.ProjectID, &ep.URL, &types, &inboxes, &ep.Enabled, &ep.Description, &ep.DisabledReason, &created); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	if err := json.Unmarshal([]byte(types), &ep.EventTypes); err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("webhook endpoint %s event_types: %w", ep.ID, err)
+	}
+	if ep.EventTypes == nil {
+		ep.EventTypes = []string{}
+	}
+	if inboxes.Valid {
+		if err := json.Unmarshal([]byte(inboxes.String), &ep.InboxIDs); err != nil {
+			return WebhookEndpoint{}, fmt.Errorf("webhook endpoint %s inbox_ids: %w", ep.ID, err)
+		}
+		if ep.InboxIDs == nil {
+			ep.InboxIDs = []string{}
+		}
+	}
+	ep.CreatedAt = fromMS(created)
+	return ep, nil
+}
+
+// WebhookEndpoints returns the project's endpoints, oldest first.
+func (db *DB) WebhookEndpoints(ctx context.Context, projectID string) ([]WebhookEndpoint, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints
+		WHERE project_id = ? ORDER BY created_at, id`, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []WebhookEndpoint
+	for rows.Next() {
+		ep, err := scanWebhookEndpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list webhook endpoints: %w", err)
+		}
+		out = append(out, ep)
+	}
+	return out, rows.Err()
+}
+
+// GetWebhookEndpoint returns one endpoint of a project.
+func (db *DB) GetWebhookEndpoint(ctx context.Context, projectID, id string) (WebhookEndpoint, error) {
+	ep, err := scanWebhookEndpoint(db.r.QueryRowContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints
+		WHERE id = ? AND project_id = ?`, id, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return WebhookEndpoint{}, fmt.Errorf("webhook endpoint %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("webhook endpoint %s: %w", id, err)
+	}
+	return ep, nil
+}
+
+func getWebhookEndpointTx(ctx context.Context, tx *sql.Tx, projectID, id string) (WebhookEndpoint, error) {
+	ep, err := scanWebhookEndpoint(tx.QueryRowContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints
+		WHERE id = ? AND project_id = ?`, id, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return WebhookEndpoint{}, fmt.Errorf("webhook endpoint %s: %w", id, ErrNotFound)
+	}
+	return ep, err
+}
+
+// UpdateWebhookEndpoint applies a patch. Enabling an endpoint clears its
+// disabled_reason; its pending deliveries resume where they were.
+func (db *DB) UpdateWebhookEndpoint(ctx context.Context, projectID, id string, p WebhookEndpointPatch) (WebhookEndpoint, error) {
+	var ep WebhookEndpoint
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if ep, err = getWebhookEndpointTx(ctx, tx, projectID, id); err != nil {
+			return err
+		}
+		if p.URL != nil {
+			ep.URL = *p.URL
+		}
+		if p.EventTypes != nil {
+			ep.EventTypes = *p.EventTypes
+			if ep.EventTypes == nil {
+				ep.EventTypes = []string{}
+			}
+		}
+		if p.SetInboxIDs {
+			if err := inboxesExist(ctx, tx, projectID, p.InboxIDs); err != nil {
+				return err
+			}
+			ep.InboxIDs = p.InboxIDs
+		}
+		if p.Description != nil {
+			ep.Description = *p.Description
+		}
+		if p.Enabled != nil {
+			if *p.Enabled {
+				ep.DisabledReason = ""
+			}
+			ep.Enabled = *p.Enabled
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET url = ?, event_types = ?, inbox_ids = ?, enabled = ?, description = ?,
+			disabled_reason = ? WHERE id = ?`,
+			ep.URL, stringsJSON(ep.EventTypes), stringsJSONOrNull(ep.InboxIDs), ep.Enabled, nullIfEmpty(ep.Description),
+			nullIfEmpty(ep.DisabledReason), ep.ID)
+		return err
+	})
+	if err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
+	}
+	return ep, nil
+}
+
+// DeleteWebhookEndpoint deletes an endpoint with its deliveries and
+// attempts (ON DELETE CASCADE).
+func (db *DB) DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = ? AND project_id = ?`, id, projectID)
+		if err != nil {
+			return fmt.Errorf("delete webhook endpoint: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// RotateWebhookSecret replaces an endpoint's secret (secret "" generates
+// one) and returns the new one. The old secret keeps signing for
+// SecretOverlap, so receivers can switch without losing a delivery.
+func (db *DB) RotateWebhookSecret(ctx context.Context, projectID, id, secret string) (WebhookEndpoint, string, error) {
+	if secret == "" {
+		secret = db.newWebhookSecret()
+	} else if _, err := WebhookSecretKey(secret); err != nil {
+		return WebhookEndpoint{}, "", err
+	}
+	var ep WebhookEndpoint
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if ep, err = getWebhookEndpointTx(ctx, tx, projectID, id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_until = ?, secret = ? WHERE id = ?`,
+			ms(db.now().Add(SecretOverlap)), secret, id)
+		return err
+	})
+	if err != nil {
+		return WebhookEndpoint{}, "", fmt.Errorf("rotate webhook secret: %w", err)
+	}
+	return ep, secret, nil
+}
+
+// WebhookClaim is a delivery the worker took for one attempt.
+type WebhookClaim struct {
+	DeliveryID string
+	EndpointID string
+	URL        string
+	EventID    string
+	Body       []byte   // the envelope exactly as stored at enqueue
+	Secrets    []string // the current secret, then the previous one while it still signs
+	Attempt    int      // this attempt's number, from 1
+}
+
+// ClaimWebhookDeliveries takes up to limit due deliveries of enabled
+// endpoints, at most perEndpoint−busy[endpoint] of each endpoint, and
+// records the attempt before anything is sent: attempt_count goes up and
+// the delivery is due again only after lease. A worker that dies
+// mid-attempt therefore retries after the lease, never in a storm. busy
+// counts the worker's requests in flight by endpoint, so one endpoint's
+// backlog never takes another's turn.
+func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int, busy map[string]int, lease time.Duration) ([]WebhookClaim, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	busyJSON, err := json.Marshal(busyOrEmpty(busy))
+	if err != nil {
+		return nil, err
+	}
+	var out []WebhookClaim
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		now := db.now()
+		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?2
+			WHERE id IN (
+				SELECT id FROM (
+					SELECT d.id, d.endpoint_id, d.next_attempt_at,
+						row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
+					FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+					WHERE d.next_attempt_at <= ?1 AND e.enabled = 1
+				)
+				WHERE rn <= ?4 - coalesce(json_extract(?5, '$."' || endpoint_id || '"'), 0)
+				ORDER BY next_attempt_at, id LIMIT ?3)
+			RETURNING id, endpoint_id, event_seq, attempt_count`, ms(now), ms(now.Add(lease)), limit, perEndpoint, string(busyJSON))
+		if err != nil {
+			return fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		var seqs []int64
+		for rows.Next() {
+			var c WebhookClaim
+			var seq int64
+			if err := rows.Scan(&c.DeliveryID, &c.EndpointID, &seq, &c.Attempt); err != nil {
+				rows.Close()
+				return fmt.Errorf("claim webhook deliveries: %w", err)
+			}
+			out = append(out, c)
+			seqs = append(seqs, seq)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		for i := range out {
+			c := &out[i]
+			var secret string
+			var prev sql.NullString
+			var until sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT ev.id, ev.body, e.url, e.secret, e.previous_secret, e.previous_until
+				FROM events ev, webhook_endpoints e WHERE ev.seq = ? AND e.id = ?`, seqs[i], c.EndpointID).
+				Scan(&c.EventID, &c.Body, &c.URL, &secret, &prev, &until); err != nil {
+				return fmt.Errorf("claim webhook delivery %s: %w", c.DeliveryID, err)
+			}
+			c.Secrets = []string{secret}
+			if prev.Valid && until.Valid && until.Int64 > ms(now) {
+				c.Secrets = append(c.Secrets, prev.String)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func busyOrEmpty(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
+// NextWebhookAt returns when the earliest delivery of an enabled endpoint
+// not in full (busy[endpoint] ≥ perEndpoint) is due.
+func (db *DB) NextWebhookAt(ctx context.Context, perEndpoint int, busy map[string]int) (time.Time, bool, error) {
+	var full []string
+	for ep, n := range busy {
+		if n >= perEndpoint {
+			full = append(full, ep)
+		}
+	}
+	var next sql.NullInt64
+	err := db.r.QueryRowContext(ctx, `SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.next_attempt_at IS NOT NULL AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?))`,
+		stringsJSON(full)).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next webhook delivery: %w", err)
+	}
+	return fromMS(next.Int64), next.Valid, nil
+}
+
+// WebhookAttempt is one recorded attempt.
+type WebhookAttempt struct {
+	At              time.Time
+	StatusCode      int // 0: no HTTP answer
+	Duration        time.Duration
+	ResponseExcerpt string
+	Error           string
+}
+
+// WebhookOutcome is the result of an attempt and what follows from it.
+type WebhookOutcome struct {
+	DeliveryID  string
+	Attempt     WebhookAttempt
+	Status      string    // WebhookDelivered, WebhookPending (retry at NextAttempt) or WebhookFailed
+	NextAttempt time.Time // for WebhookPending
+	// DisableReason, when set, disables the delivery's endpoint (a 410).
+	DisableReason string
+}
+
+// MaxResponseExcerpt is how much of a response (or error) an attempt keeps.
+const MaxResponseExcerpt = 1024
+
+// RecordWebhookAttempt stores an attempt and the delivery's new status in
+// one transaction. A delivery deleted meanwhile (its endpoint was) is
+// ErrNotFound.
+func (db *DB) RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) error {
+	var next any
+	switch o.Status {
+	case WebhookPending:
+		next = ms(o.NextAttempt)
+	case WebhookDelivered, WebhookFailed:
+	default:
+		return fmt.Errorf("record webhook attempt: bad status %q", o.Status)
+	}
+	a := o.Attempt
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var endpoint string
+		err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE id = ? RETURNING endpoint_id`,
+			o.Status, next, o.DeliveryID).Scan(&endpoint)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("webhook delivery %s: %w", o.DeliveryID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, response_excerpt, error)
+			VALUES (?, ?, ?, ?, ?, ?)`, o.DeliveryID, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
+			nullIfEmpty(excerpt(a.ResponseExcerpt)), nullIfEmpty(excerpt(a.Error))); err != nil {
+			return err
+		}
+		if o.DisableReason != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
+				o.DisableReason, endpoint); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record webhook attempt: %w", err)
+	}
+	return nil
+}
+
+// excerpt keeps the first MaxResponseExcerpt bytes, cut at a rune
+// boundary, as valid UTF-8 (it is shown in JSON).
+func excerpt(s string) string {
+	if len(s) > MaxResponseExcerpt {
+		i := MaxResponseExcerpt
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// WebhookDelivery is one event's delivery to one endpoint.
+type WebhookDelivery struct {
+	ID            string
+	EndpointID    string
+	EventID       string
+	EventType     string
+	Status        string
+	AttemptCount  int
+	NextAttemptAt *time.Time
+	CreatedAt     time.Time
+	Attempts      []WebhookAttempt // only from GetWebhookDelivery
+}
+
+const webhookDeliveryColumns = `d.id, d.endpoint_id, ev.id, ev.type, d.status, d.attempt_count, d.next_attempt_at, d.created_at`
+
+const webhookDeliveryFrom = ` FROM webhook_deliveries d JOIN events ev ON ev.seq = d.event_seq
+	JOIN webhook_endpoints e ON e.id = d.endpoint_id`
+
+func scanWebhookDelivery(row interface{ Scan(...any) error }) (WebhookDelivery, error) {
+	var d WebhookDelivery
+	var next sql.NullInt64
+	var created int64
+	if err := row.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.AttemptCount, &next, &created); err != nil {
+		return WebhookDelivery{}, err
+	}
+	if next.Valid {
+		t := fromMS(next.Int64)
+		d.NextAttemptAt = &t
+	}
+	d.CreatedAt = fromMS(created)
+	return d, nil
+}
+
+// WebhookDeliveries returns up to limit deliveries of an endpoint, newest
+// first by created_at then id, strictly after the position after.
+func (db *DB) WebhookDeliveries(ctx context.Context, projectID, endpointID string, after *TimeKey, limit int) ([]WebhookDelivery, error) {
+	q := `SELECT ` + webhookDeliveryColumns + webhookDeliveryFrom + ` WHERE d.endpoint_id = ? AND e.project_id = ?`
+	args := []any{endpointID, projectID}
+	if after != nil {
+		q += ` AND (d.created_at, d.id) < (?, ?)`
+		args = append(args, after.At, after.ID)
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("webhook deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []WebhookDelivery
+	for rows.Next() {
+		d, err := scanWebhookDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("webhook deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// GetWebhookDelivery returns one delivery of an endpoint with its
+// attempts, oldest first.
+func (db *DB) GetWebhookDelivery(ctx context.Context, projectID, endpointID, deliveryID string) (WebhookDelivery, error) {
+	// One read transaction: the delivery and its attempts from the same
+	// snapshot, never a status older than the attempts listed.
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, err)
+	}
+	defer tx.Rollback()
+	d, err := scanWebhookDelivery(tx.QueryRowContext(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+`
+		WHERE d.id = ? AND d.endpoint_id = ? AND e.project_id = ?`, deliveryID, endpointID, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, ErrNotFound)
+	}
+	if err != nil {
+		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT at, coalesce(status_code, 0), coalesce(duration_ms, 0), coalesce(response_excerpt, ''),
+		coalesce(error, '') FROM webhook_attempts WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	if err != nil {
+		return WebhookDelivery{}, fmt.Errorf("webhook attempts: %w", err)
+	}
+	defer rows.Close()
+	d.Attempts = []WebhookAttempt{}
+	for rows.Next() {
+		var a WebhookAttempt
+		var at, dur int64
+		if err := rows.Scan(&at, &a.StatusCode, &dur, &a.ResponseExcerpt, &a.Error); err != nil {
+			return WebhookDelivery{}, fmt.Errorf("webhook attempts: %w", err)
+		}
+		a.At, a.Duration = fromMS(at), time.Duration(dur)*time.Millisecond
+		d.Attempts = append(d.Attempts, a)
+	}
+	return d, rows.Err()
+}
+
+// RetryWebhookDelivery makes a pending or failed delivery due now (status
+// pending); a delivered one is ErrDelivered. The attempt count goes on:
+// a delivery that had used up the schedule gets one more attempt.
+func (db *DB) RetryWebhookDelivery(ctx context.Context, projectID, endpointID, deliveryID string) (WebhookDelivery, error) {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT d.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.id = ? AND d.endpoint_id = ? AND e.project_id = ?`, deliveryID, endpointID, projectID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("webhook delivery %s: %w", deliveryID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if status == WebhookDelivered {
+			return ErrDelivered
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ?`, ms(db.now()), deliveryID)
+		return err
+	})
+	if err != nil {
+		return WebhookDelivery{}, fmt.Errorf("retry webhook delivery: %w", err)
+	}
+	return db.GetWebhookDelivery(ctx, projectID, endpointID, deliveryID)
+}

@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// openClocked is openTest with a fake clock.
+func openClocked(t *testing.T) (*DB, Bootstrapped, *testClock) {
+	t.Helper()
+	ctx := context.Background()
+	clk := &testClock{t: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		db.Close()
+	})
+	return db, b, clk
+}
+
+// receive ingests one message into an inbox (producing message.received)
+// and moves the clock on a millisecond.
+func receive(t *testing.T, db *DB, clk *testClock, inboxID string, n int) {
+	t.Helper()
+	raw := fmt.Sprintf("From: a@example.com\r\nTo: inbox@localhost\r\nMessage-ID: <wh%d@example.com>\r\nSubject: n%d\r\n\r\nbody\r\n", n, n)
+	in := incoming(inboxID, raw)
+	in.ReceivedAt = clk.Now()
+	if _, err := db.Ingest(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Millisecond)
+}
+
+func TestWebhookEndpointCRUD(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+
+	ep, secret, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "https://example.com/hook", Description: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := WebhookSecretKey(secret)
+	if err != nil || len(key) != 32 || !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("generated secret %q: %d bytes, %v", secret, len(key), err)
+	}
+	if !ep.Enabled || ep.InboxIDs != nil || len(ep.EventTypes) != 0 || ep.EventTypes == nil || !strings.HasPrefix(ep.ID, "whe_") {
+		t.Errorf("created %+v", ep)
+	}
+	got, err := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(ep) {
+		t.Errorf("get = %+v, %v; want %+v", got, err, ep)
+	}
+
+	for _, bad := range []string{"secret", "whsec_!!!", "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 23)),
+		"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 65))} {
+		if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "https://x", Secret: bad}); !errors.Is(err, ErrBadSecret) {
+			t.Errorf("secret %q: %v, want ErrBadSecret", bad, err)
+		}
+	}
+	clk.Advance(time.Millisecond)
+	supplied := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef01234567"))
+	ep2, s2, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://b", Secret: supplied,
+		InboxIDs: []string{b.Inbox.ID}, EventTypes: []string{EventMessageReceived}})
+	if err != nil || s2 != supplied {
+		t.Fatalf("supplied secret: %q %v", s2, err)
+	}
+	if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://c", InboxIDs: []string{"ibx_none"}}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown inbox: %v", err)
+	}
+	list, err := db.WebhookEndpoints(ctx, b.ProjectID)
+	if err != nil || len(list) != 2 || list[0].ID != ep.ID || list[1].ID != ep2.ID {
+		t.Fatalf("list = %+v %v", list, err)
+	}
+
+	// Update: fields change, enabling clears the disabled reason.
+	off := false
+	up, err := db.UpdateWebhookEndpoint(ctx, b.ProjectID, ep2.ID, WebhookEndpointPatch{Enabled: &off, SetInboxIDs: true, InboxIDs: nil})
+	if err != nil || up.Enabled || up.InboxIDs != nil || up.URL != "http://b" || !slices.Equal(up.EventTypes, []string{EventMessageReceived}) {
+		t.Fatalf("update = %+v %v", up, err)
+	}
+	if _, err := db.w.Exec(`UPDATE webhook_endpoints SET disabled_reason = 'gone' WHERE id = ?`, ep2.ID); err != nil {
+		t.Fatal(err)
+	}
+	on, u := true, "https://new"
+	up, err = db.UpdateWebhookEndpoint(ctx, b.ProjectID, ep2.ID, WebhookEndpointPatch{Enabled: &on, URL: &u})
+	if err != nil || !up.Enabled || up.DisabledReason != "" || up.URL != u {
+		t.Fatalf("re-enable = %+v %v", up, err)
+	}
+	if _, err := db.UpdateWebhookEndpoint(ctx, "prj_other", ep2.ID, WebhookEndpointPatch{URL: &u}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("update in another project: %v", err)
+	}
+
+	// Rotation keeps the previous secret signing for 24 hours.
+	_, s3, err := db.RotateWebhookSecret(ctx, b.ProjectID, ep2.ID, "")
+	if err != nil || s3 == supplied {
+		t.Fatalf("rotate: %q %v", s3, err)
+	}
+	receive(t, db, clk, b.Inbox.ID, 1)
+	cs, err := db.ClaimWebhookDeliveries(ctx, 10, 4, nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		want := []string{secret}
+		if c.EndpointID == ep2.ID {
+			want = []string{s3, supplied}
+		}
+		if !slices.Equal(c.Secrets, want) {
+			t.Errorf("claim of %s: secrets %q, want %q", c.EndpointID, c.Secrets, want)
+		}
+	}
+	clk.Advance(SecretOverlap)
+	receive(t, db, clk, b.Inbox.ID, 2)
+	cs, err = db.ClaimWebhookDeliveries(ctx, 10, 4, nil, time.Minute)
+	if err != nil || len(cs) != 4 { // two new, two whose lease ran out
+		t.Fatalf("claim: %d %v", len(cs), err)
+	}
+	for _, c := range cs {
+		if c.EndpointID == ep2.ID && !slices.Equal(c.Secrets, []string{s3}) {
+			t.Errorf("after 24 h the old secret still signs: %q", c.Secrets)
+		}
+	}
+
+	if err := db.DeleteWebhookEndpoint(ctx, b.ProjectID, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("get after delete: %v", err)
+	}
+	if err := db.DeleteWebhookEndpoint(ctx, b.ProjectID, ep.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+// TestWebhookDeliveriesFollowFilters: an ingest writes one delivery per
+// enabled endpoint whose filters take the event, in its transaction.
+func TestWebhookDeliveriesFollowFilters(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(in NewWebhookEndpoint) string {
+		clk.Advance(time.Millisecond)
+		ep, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep.ID
+	}
+	all := mk(NewWebhookEndpoint{URL: "http://all"})
+	onlyOther := mk(NewWebhookEndpoint{URL: "http://other", InboxIDs: []string{other.ID}})
+	onlySent := mk(NewWebhookEndpoint{URL: "http://sent", EventTypes: []string{"message.sent"}})
+	disabled := mk(NewWebhookEndpoint{URL: "http://off"})
+	off := false
+	if _, err := db.UpdateWebhookEndpoint(ctx, b.ProjectID, disabled, WebhookEndpointPatch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, db, clk, b.Inbox.ID, 1)
+	count := func(ep string) int {
+		ds, err := db.WebhookDeliveries(ctx, b.ProjectID, ep, nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ds)
+	}
+	for ep, want := range map[string]int{all: 1, onlyOther: 0, onlySent: 0, disabled: 0} {
+		if got := count(ep); got != want {
+			t.Errorf("endpoint %s: %d deliveries, want %d", ep, got, want)
+		}
+	}
+	ds, _ := db.WebhookDeliveries(ctx, b.ProjectID, all, nil, 1)
+	if d := ds[0]; d.EventType != EventMessageReceived || d.Status != WebhookPending || d.AttemptCount != 0 ||
+		d.NextAttemptAt == nil || !strings.HasPrefix(d.EventID, "evt_") {
+		t.Errorf("delivery %+v", d)
+	}
+}
+
+func TestWebhookClaimRespectsPerEndpointLimit(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	slow, _, _ := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://slow"})
+	fast, _, _ := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://fast"})
+	for i := range 10 {
+		receive(t, db, clk, b.Inbox.ID, i)
+	}
+	byEndpoint := func(cs []WebhookClaim) map[string]int {
+		m := map[string]int{}
+		for _, c := range cs {
+			m[c.EndpointID]++
+		}
+		return m
+	}
+	// The slow endpoint has 3 in flight: only one more of its deliveries
+	// is claimed, and the fast one's are not held back by its backlog.
+	cs, err := db.ClaimWebhookDeliveries(ctx, 32, 4, map[string]int{slow.ID: 3}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byEndpoint(cs); got[slow.ID] != 1 || got[fast.ID] != 4 {
+		t.Errorf("claimed %v, want slow 1 and fast 4", got)
+	}
+	// The claim recorded the attempt and leased the deliveries.
+	for _, c := range cs {
+		if c.Attempt != 1 {
+			t.Errorf("attempt %d, want 1", c.Attempt)
+		}
+		var body []byte
+		if err := db.r.QueryRow(`SELECT body FROM events WHERE id = ?`, c.EventID).Scan(&body); err != nil || string(body) != string(c.Body) {
+			t.Errorf("claimed body %q differs from the stored event %q (%v)", c.Body, body, err)
+		}
+	}
+	// Full endpoints are skipped, and NextWebhookAt ignores them too.
+	full := map[string]int{slow.ID: 4, fast.ID: 4}
+	if cs, err := db.ClaimWebhookDeliveries(ctx, 32, 4, full, time.Minute); err != nil || len(cs) != 0 {
+		t.Errorf("claim with both endpoints full: %d %v", len(cs), err)
+	}
+	if _, ok, err := db.NextWebhookAt(ctx, 4, full); err != nil || ok {
+		t.Errorf("NextWebhookAt with both full: %v %v", ok, err)
+	}
+	next, ok, err := db.NextWebhookAt(ctx, 4, map[string]int{slow.ID: 4})
+	if err != nil || !ok || next.After(clk.Now()) {
+		t.Errorf("NextWebhookAt = %v %v %v, want a due fast delivery", next, ok, err)
+	}
+	// The total limit holds.
+	if cs, err := db.ClaimWebhookDeliveries(ctx, 2, 4, nil, time.Minute); err != nil || len(cs) != 2 {
+		t.Errorf("limit 2: %d %v", len(cs), err)
+	}
+	// Leased deliveries come back after the lease.
+	clk.Advance(time.Minute)
+	cs, err = db.ClaimWebhookDeliveries(ctx, 100, 100, nil, time.Minute)
+	if err != nil || len(cs) != 20 {
+		t.Fatalf("after the lease: %d %v, want all 20", len(cs), err)
+	}
+	attempts := map[int]int{}
+	for _, c := range cs {
+		attempts[c.Attempt]++
+	}
+	if attempts[2] != 7 || attempts[1] != 13 {
+		t.Errorf("attempt numbers %v, want 7 second attempts", attempts)
+	}
+}
+
+func TestWebhookAttemptsAndRetry(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	ep, _, _ := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://x"})
+	for i := range 3 {
+		receive(t, db, clk, b.Inbox.ID, i)
+	}
+	cs, err := db.ClaimWebhookDeliveries(ctx, 10, 4, nil, time.Minute)
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("claim: %d %v", len(cs), err)
+	}
+	now := clk.Now()
+	long := strings.Repeat("é", 600) // 1,200 bytes: cut at a rune boundary
+	outcomes := map[string]WebhookOutcome{
+		cs[0].DeliveryID: {Status: WebhookDelivered, Attempt: WebhookAttempt{At: now, StatusCode: 204, Duration: 12 * time.Millisecond}},
+		cs[1].DeliveryID: {Status: WebhookPending, NextAttempt: now.Add(5 * time.Second),
+			Attempt: WebhookAttempt{At: now, StatusCode: 500, Duration: time.Millisecond, ResponseExcerpt: long}},
+		cs[2].DeliveryID: {Status: WebhookFailed, Attempt: WebhookAttempt{At: now, Error: "connection refused"}},
+	}
+	for id, o := range outcomes {
+		o.DeliveryID = id
+		if err := db.RecordWebhookAttempt(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := db.GetWebhookDelivery(ctx, b.ProjectID, ep.ID, cs[1].DeliveryID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != WebhookPending || d.AttemptCount != 1 || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(now.Add(5*time.Second)) || len(d.Attempts) != 1 {
+		t.Fatalf("pending delivery %+v", d)
+	}
+	if a := d.Attempts[0]; a.StatusCode != 500 || len(a.ResponseExcerpt) != 1024 || a.ResponseExcerpt != long[:1024] || a.Duration != time.Millisecond {
+		t.Errorf("attempt %d %d %v", a.StatusCode, len(a.ResponseExcerpt), a.Duration)
+	}
+	d, _ = db.GetWebhookDelivery(ctx, b.ProjectID, ep.ID, cs[2].DeliveryID)
+	if d.Status != WebhookFailed || d.NextAttemptAt != nil || d.Attempts[0].Error != "connection refused" || d.Attempts[0].StatusCode != 0 {
+		t.Errorf("failed delivery %+v", d)
+	}
+
+	// Manual retry: pending and failed become due now; delivered is refused.
+	clk.Advance(time.Second)
+	for _, id := range []string{cs[1].DeliveryID, cs[2].DeliveryID} {
+		d, err := db.RetryWebhookDelivery(ctx, b.ProjectID, ep.ID, id)
+		if err != nil || d.Status != WebhookPending || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(clk.Now()) {
+			t.Errorf("retry %s: %+v %v", id, d, err)
+		}
+	}
+	if _, err := db.RetryWebhookDelivery(ctx, b.ProjectID, ep.ID, cs[0].DeliveryID); !errors.Is(err, ErrDelivered) {
+		t.Errorf("retry of a delivered one: %v", err)
+	}
+	if _, err := db.RetryWebhookDelivery(ctx, "prj_other", ep.ID, cs[1].DeliveryID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("retry in another project: %v", err)
+	}
+
+	// The list is newest first, in keyset pages.
+	page1, err := db.WebhookDeliveries(ctx, b.ProjectID, ep.ID, nil, 2)
+	if err != nil || len(page1) != 2 {
+		t.Fatal(len(page1), err)
+	}
+	last := page1[1]
+	page2, err := db.WebhookDeliveries(ctx, b.ProjectID, ep.ID, &TimeKey{At: last.CreatedAt.UnixMilli(), ID: last.ID}, 2)
+	if err != nil || len(page2) != 1 {
+		t.Fatal(len(page2), err)
+	}
+	if got := []string{page1[0].ID, page1[1].ID, page2[0].ID}; !slices.Equal(got, []string{cs[2].DeliveryID, cs[1].DeliveryID, cs[0].DeliveryID}) {
+		t.Errorf("order %v", got)
+	}
+
+	// A 410 disables the endpoint: nothing of it is due any more.
+	if err := db.RecordWebhookAttempt(ctx, WebhookOutcome{DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
+		DisableReason: "410", Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID)
+	if got.Enabled || got.DisabledReason != "410" {
+		t.Errorf("after 410: %+v", got)
+	}
+	if _, ok, _ := db.NextWebhookAt(ctx, 4, nil); ok {
+		t.Error("a disabled endpoint's deliveries are still due")
+	}
+	if err := db.RecordWebhookAttempt(ctx, WebhookOutcome{DeliveryID: "dlv_none", Status: WebhookDelivered}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("record for a missing delivery: %v", err)
+	}
+}

@@ -1,0 +1,349 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+// DefaultRetrySchedule is SPEC §9's delays between consecutive attempts;
+// after the last one fails the delivery is failed.
+var DefaultRetrySchedule = []time.Duration{
+	5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
+	time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+const (
+	// Timeout bounds one attempt: a 2xx within it is success (SPEC §9).
+	Timeout = 15 * time.Second
+	// PerEndpoint is how many requests one endpoint may have in flight.
+	PerEndpoint = 4
+	// MaxRetryAfter caps a receiver's Retry-After.
+	MaxRetryAfter = time.Hour
+	// drainLimit is how much of a response body is read (and thrown away)
+	// past the excerpt so the connection can be reused.
+	drainLimit = 64 << 10
+)
+
+// Clock is the worker's time. Retry decisions and the waits between them
+// both use it, so tests move a fake clock instead of sleeping. It must
+// agree with the store's clock, which decides what is due.
+type Clock interface {
+	Now() time.Time
+	// At returns a channel that receives once the clock reaches t.
+	At(t time.Time) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) At(t time.Time) <-chan time.Time {
+	return time.NewTimer(time.Until(t)).C // collected when unreferenced (Go 1.23+)
+}
+
+// WorkerConfig configures the delivery worker.
+type WorkerConfig struct {
+	RetrySchedule []time.Duration // DefaultRetrySchedule when empty
+	// Concurrency bounds the requests in flight across all endpoints
+	// (default 32); PerEndpoint bounds them per endpoint (default 4).
+	Concurrency int
+	PerEndpoint int
+	Timeout     time.Duration // Timeout when zero
+	// Lease is how long a claimed delivery is held by its attempt; a
+	// process that dies mid-attempt retries it after this (default 1 min).
+	Lease time.Duration
+	// ShutdownGrace is how long Run, once its context is done, lets
+	// attempts in flight finish before cancelling them (default 10 s).
+	ShutdownGrace time.Duration
+	// DenyPrivate refuses to connect to loopback, private and link-local
+	// addresses, checked on the resolved address of every connection.
+	DenyPrivate bool
+	UserAgent   string // "inboxd" when empty
+	Clock       Clock  // the real clock when nil
+	// Jitter returns a number in [0, 1) (safe for concurrent use); the
+	// scheduled delay is scaled by 0.9 + 0.2×Jitter(). math/rand when nil.
+	Jitter func() float64
+	Logger *slog.Logger
+}
+
+// Worker drains the durable webhook delivery queue.
+type Worker struct {
+	db     *store.DB
+	cfg    WorkerConfig
+	client *http.Client
+}
+
+// NewWorker returns the worker; start it with Run.
+func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
+	if len(cfg.RetrySchedule) == 0 {
+		cfg.RetrySchedule = DefaultRetrySchedule
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 32
+	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = PerEndpoint
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = Timeout
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "inboxd"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.Float64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
+	if cfg.DenyPrivate {
+		dialer.Control = denyPrivateControl
+	}
+	transport := &http.Transport{
+		// No proxy: the connect-time address check must see the target.
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          cfg.Concurrency * 2,
+		MaxIdleConnsPerHost:   cfg.PerEndpoint,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: cfg.Timeout,
+	}
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   cfg.Timeout,
+		// Redirects are not followed (SPEC §9): a 3xx is an answer, and
+		// not a 2xx.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Worker{db: db, cfg: cfg, client: client}
+}
+
+// Run delivers due webhooks until ctx is done. It wakes when a commit may
+// have queued something, when an attempt finishes and frees a slot, and
+// when the next retry is due. Each attempt runs in its own goroutine, at
+// most Concurrency in all and PerEndpoint per endpoint, so a slow endpoint
+// holds only its own slots. When ctx is done Run stops claiming, lets the
+// attempts in flight finish for up to ShutdownGrace, cancels the rest and
+// returns once every attempt is recorded; what was not attempted stays
+// queued in the database.
+func (w *Worker) Run(ctx context.Context) error {
+	busy := map[string]int{} // in flight by endpoint
+	inFlight := 0
+	done := make(chan string, w.cfg.Concurrency) // endpoint ids of finished attempts
+	attemptCtx, cancelAttempts := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelAttempts()
+	var wg sync.WaitGroup
+	finished := func(endpoint string) {
+		if busy[endpoint]--; busy[endpoint] <= 0 {
+			delete(busy, endpoint)
+		}
+		inFlight--
+	}
+
+	for {
+		changed := w.db.Changed()
+		var alarm <-chan time.Time
+		if free := w.cfg.Concurrency - inFlight; free > 0 {
+			now := w.cfg.Clock.Now()
+			next, ok, err := w.db.NextWebhookAt(ctx, w.cfg.PerEndpoint, busy)
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					w.cfg.Logger.Error("webhook: next delivery", "err", err)
+				}
+				alarm = w.cfg.Clock.At(now.Add(5 * time.Second)) // back off on database trouble
+			case ok && !next.After(now):
+				// Claim only what is due: claiming is a write, and every
+				// commit would wake us again.
+				claims, err := w.db.ClaimWebhookDeliveries(ctx, free, w.cfg.PerEndpoint, busy, w.cfg.Lease)
+				if err != nil {
+					if ctx.Err() == nil {
+						w.cfg.Logger.Error("webhook: claim deliveries", "err", err)
+					}
+					alarm = w.cfg.Clock.At(now.Add(5 * time.Second))
+					break
+				}
+				for _, c := range claims {
+					// A delivery retried by hand while an attempt of it is
+					// in flight is sent twice: at least once, as always.
+					busy[c.EndpointID]++
+					inFlight++
+					wg.Go(func() {
+						w.attempt(attemptCtx, c)
+						done <- c.EndpointID
+					})
+				}
+				if len(claims) > 0 {
+					continue // there may be more
+				}
+				// Due but not claimable (changed meanwhile, or clocks that
+				// disagree): look again on the next commit or shortly,
+				// rather than spin.
+				changed = w.db.Changed()
+				alarm = w.cfg.Clock.At(now.Add(time.Second))
+			case ok:
+				alarm = w.cfg.Clock.At(next)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return w.shutdown(&wg, cancelAttempts)
+		case d := <-done:
+			finished(d)
+		case <-changed:
+		case <-alarm:
+		}
+		// Collect every other finished attempt before claiming again.
+		for drained := false; !drained; {
+			select {
+			case d := <-done:
+				finished(d)
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// shutdown waits for the attempts in flight, up to ShutdownGrace, then
+// cancels them and waits for them to be recorded.
+func (w *Worker) shutdown(wg *sync.WaitGroup, cancelAttempts context.CancelFunc) error {
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	t := time.NewTimer(w.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-all:
+	case <-t.C:
+		w.cfg.Logger.Warn("webhook: cancelling attempts still in flight at shutdown")
+		cancelAttempts()
+		<-all
+	}
+	return nil
+}
+
+// attempt sends one delivery and records its outcome.
+func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) {
+	at := w.cfg.Clock.Now()
+	start := time.Now()
+	code, body, retryAfter, err := w.post(ctx, c, at)
+	a := store.WebhookAttempt{At: at, StatusCode: code, Duration: time.Since(start), ResponseExcerpt: body}
+	if err != nil {
+		a.Error = err.Error()
+	}
+	o := w.decide(c, a, retryAfter, err)
+	// Record even when shutting down: the attempt happened.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := w.db.RecordWebhookAttempt(rctx, o); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return // the endpoint was deleted meanwhile
+		}
+		// The lease set at claim time makes it due again: at least once.
+		w.cfg.Logger.Error("webhook: record attempt", "delivery", c.DeliveryID, "err", err)
+	}
+}
+
+// decide turns an attempt into the delivery's next state (SPEC §9).
+func (w *Worker) decide(c store.WebhookClaim, a store.WebhookAttempt, retryAfter time.Duration, err error) store.WebhookOutcome {
+	o := store.WebhookOutcome{DeliveryID: c.DeliveryID, Attempt: a}
+	switch {
+	case err == nil && a.StatusCode/100 == 2:
+		o.Status = store.WebhookDelivered
+		return o
+	case err == nil && a.StatusCode == http.StatusGone:
+		// The receiver asked to stop. The delivery stays pending, due at
+		// once should the endpoint be enabled again.
+		o.Status, o.NextAttempt = store.WebhookPending, a.At
+		o.DisableReason = "The endpoint answered 410 Gone."
+		return o
+	}
+	s := w.cfg.RetrySchedule
+	if c.Attempt > len(s) {
+		o.Status = store.WebhookFailed
+		return o
+	}
+	delay := s[c.Attempt-1]
+	delay += time.Duration((w.cfg.Jitter()*0.2 - 0.1) * float64(delay))
+	if a.StatusCode == http.StatusTooManyRequests || a.StatusCode == http.StatusServiceUnavailable {
+		delay = max(delay, min(retryAfter, MaxRetryAfter))
+	}
+	o.Status, o.NextAttempt = store.WebhookPending, a.At.Add(delay)
+	return o
+}
+
+// post sends the stored bytes, signed, and reads at most the excerpt of
+// the answer.
+func (w *Worker) post(ctx context.Context, c store.WebhookClaim, at time.Time) (code int, excerpt string, retryAfter time.Duration, err error) {
+	sig, err := SignatureHeader(c.Secrets, c.EventID, at, c.Body)
+	if err != nil {
+		return 0, "", 0, fmt.Errorf("sign: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
+	if err != nil {
+		return 0, "", 0, err
+	}
+	req.Header.Set(HeaderID, c.EventID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
+	req.Header.Set(HeaderSignature, sig)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", w.cfg.UserAgent)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, store.MaxResponseExcerpt))
+	if err == nil {
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	}
+	if err != nil && resp.StatusCode/100 == 2 {
+		// A success must arrive whole within the timeout.
+		return resp.StatusCode, string(b), 0, fmt.Errorf("read response: %w", err)
+	}
+	return resp.StatusCode, string(b), parseRetryAfter(resp.Header.Get("Retry-After"), at), nil
+}
+
+// parseRetryAfter reads Retry-After (RFC 9110 §10.2.3): delay-seconds or
+// an HTTP-date, relative to now. Anything else is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(min(n, int64(MaxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), MaxRetryAfter)
+	}
+	return 0
+}
