@@ -674,3 +674,90 @@ func TestSMTPToSignedWebhook(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// kill -9 with 1,000 undelivered webhook deliveries queued: after a
+// restart every event is delivered; events committed = events delivered.
+func TestWebhookDeliveriesSurviveKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	all := make(chan struct{})
+	var allOnce sync.Once
+	stuck := make(chan struct{}) // the receiver hangs until the restart
+	accepting := make(chan struct{})
+	defer close(stuck)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-accepting:
+		case <-stuck:
+			return
+		case <-r.Context().Done():
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[r.Header.Get("webhook-id")] = true
+		if len(seen) == 1000 {
+			allOnce.Do(func() { close(all) }) // at least once: duplicates may follow
+		}
+	}))
+	defer recv.Close()
+
+	bin := buildBinary(t)
+	data := t.TempDir()
+	cmd, smtpAddr, httpAddr := startChild(t, bin, data)
+	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
+	c := apiClient{base: "http://" + httpAddr, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	ctx := context.Background()
+	var me struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
+		t.Fatal(err)
+	}
+	var ep struct{ ID string }
+	if err := c.do(ctx, "POST", "/v1/projects/"+me.ProjectID+"/webhooks", map[string]any{"url": recv.URL}, "", &ep); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := gosmtp.Dial(smtpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := sc.SendMail("a@example.com", []string{"inbox@localhost"}, strings.NewReader(fmt.Sprintf("Message-ID: <w%d@x>\r\nSubject: %d\r\n\r\nx\r\n", i, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.Close()
+	// At most 4 requests hang in the receiver; the rest wait in the queue.
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	close(accepting)
+	startChild(t, bin, data)
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		t.Fatalf("%d of 1000 events delivered after the restart", len(seen))
+	}
+	db := openStore(t, data)
+	committed, err := db.Events(ctx, store.EventFilter{ProjectID: me.ProjectID}, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(committed) != len(seen) {
+		t.Fatalf("events committed %d, delivered %d", len(committed), len(seen))
+	}
+	for _, e := range committed {
+		var env struct{ ID string }
+		json.Unmarshal(e.Body, &env)
+		if !seen[env.ID] {
+			t.Fatalf("event %s never delivered", env.ID)
+		}
+	}
+}

@@ -388,6 +388,19 @@ func busyOrEmpty(m map[string]int) map[string]int {
 	return m
 }
 
+// ReleaseWebhookClaims makes due at once the deliveries a stopped process
+// had claimed but not finished (more attempts counted than recorded). Only
+// one process works the queue, so at start every such claim is orphaned.
+func (db *DB) ReleaseWebhookClaims(ctx context.Context) error {
+	_, err := db.w.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
+		WHERE status = 'pending' AND attempt_count > (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id)`,
+		ms(db.now()))
+	if err != nil {
+		return fmt.Errorf("release webhook claims: %w", err)
+	}
+	return nil
+}
+
 // NextWebhookAt returns when the earliest delivery of an enabled endpoint
 // not in full (busy[endpoint] ≥ perEndpoint) is due.
 func (db *DB) NextWebhookAt(ctx context.Context, perEndpoint int, busy map[string]int) (time.Time, bool, error) {

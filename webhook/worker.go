@@ -152,6 +152,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 // returns once every attempt is recorded; what was not attempted stays
 // queued in the database.
 func (w *Worker) Run(ctx context.Context) error {
+	if err := w.db.ReleaseWebhookClaims(ctx); err != nil {
+		return err
+	}
 	busy := map[string]int{} // in flight by endpoint
 	inFlight := 0
 	done := make(chan string, w.cfg.Concurrency) // endpoint ids of finished attempts
