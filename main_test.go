@@ -69,7 +69,7 @@ type server struct {
 
 // startServer runs run() in-process on free ports and waits for its
 // startup line.
-func startServer(t *testing.T, data string, extra ...string) *server {
+func startServer(t testing.TB, data string, extra ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := newSyncBuffer(""), newSyncBuffer(startedPattern)

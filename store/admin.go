@@ -173,13 +173,14 @@ func (db *DB) insertKey(ctx context.Context, tx *sql.Tx, projectID, name string,
 
 const keyColumns = `id, project_id, name, scopes, inbox_ids, token_prefix, created_at, last_used_at`
 
-func scanKey(row interface{ Scan(...any) error }) (Key, error) {
+// scanKey reads keyColumns, then any extra columns into extra.
+func scanKey(row interface{ Scan(...any) error }, extra ...any) (Key, error) {
 	var k Key
 	var scopes string
 	var inboxes sql.NullString
 	var created int64
 	var used sql.NullInt64
-	if err := row.Scan(&k.ID, &k.ProjectID, &k.Name, &scopes, &inboxes, &k.TokenPrefix, &created, &used); err != nil {
+	if err := row.Scan(append([]any{&k.ID, &k.ProjectID, &k.Name, &scopes, &inboxes, &k.TokenPrefix, &created, &used}, extra...)...); err != nil {
 		return Key{}, err
 	}
 	k.Scopes = strings.Fields(scopes)
@@ -203,14 +204,8 @@ func scanKey(row interface{ Scan(...any) error }) (Key, error) {
 // ErrNotFound.
 func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
 	h := sha([]byte(token))
-	row := db.r.QueryRowContext(ctx, `SELECT `+keyColumns+`, token_hash FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL`, h)
-	var k Key
-	var scopes string
-	var inboxes sql.NullString
-	var created int64
-	var used sql.NullInt64
 	var stored []byte
-	err := row.Scan(&k.ID, &k.ProjectID, &k.Name, &scopes, &inboxes, &k.TokenPrefix, &created, &used, &stored)
+	k, err := scanKey(db.r.QueryRowContext(ctx, `SELECT `+keyColumns+`, token_hash FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL`, h), &stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, ErrNotFound
 	}
@@ -222,7 +217,7 @@ func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
 	if subtle.ConstantTimeCompare(stored, h) != 1 {
 		return Key{}, ErrNotFound
 	}
-	return scanKey(db.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, k.ID))
+	return k, nil
 }
 
 // ListKeys returns the project's keys that are not revoked, oldest first.

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,7 +97,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		opts.Rand = rand.Reader
 	}
 	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
+		// Readers are CPU-bound in the pure-Go SQLite: a few per core keep
+		// every core busy while some wait on I/O.
+		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 128

@@ -446,6 +446,31 @@ const MaxResponseExcerpt = 1024
 // one transaction. A delivery deleted meanwhile (its endpoint was) is
 // ErrNotFound.
 func (db *DB) RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) error {
+	if err := db.tx(ctx, func(tx *sql.Tx) error { return recordWebhookAttempt(ctx, tx, o) }); err != nil {
+		return fmt.Errorf("record webhook attempt: %w", err)
+	}
+	return nil
+}
+
+// RecordWebhookAttempts records several outcomes in one transaction (one
+// fsync for a burst of attempts). An outcome whose delivery is gone (its
+// endpoint was deleted) is skipped.
+func (db *DB) RecordWebhookAttempts(ctx context.Context, os []WebhookOutcome) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		for _, o := range os {
+			if err := recordWebhookAttempt(ctx, tx, o); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record webhook attempts: %w", err)
+	}
+	return nil
+}
+
+func recordWebhookAttempt(ctx context.Context, tx *sql.Tx, o WebhookOutcome) error {
 	var next any
 	switch o.Status {
 	case WebhookPending:
@@ -455,31 +480,25 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) error 
 		return fmt.Errorf("record webhook attempt: bad status %q", o.Status)
 	}
 	a := o.Attempt
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		var endpoint string
-		err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE id = ? RETURNING endpoint_id`,
-			o.Status, next, o.DeliveryID).Scan(&endpoint)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("webhook delivery %s: %w", o.DeliveryID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, response_excerpt, error)
-			VALUES (?, ?, ?, ?, ?, ?)`, o.DeliveryID, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
-			nullIfEmpty(excerpt(a.ResponseExcerpt)), nullIfEmpty(excerpt(a.Error))); err != nil {
-			return err
-		}
-		if o.DisableReason != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
-				o.DisableReason, endpoint); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	var endpoint string
+	err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE id = ? RETURNING endpoint_id`,
+		o.Status, next, o.DeliveryID).Scan(&endpoint)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("webhook delivery %s: %w", o.DeliveryID, ErrNotFound)
+	}
 	if err != nil {
-		return fmt.Errorf("record webhook attempt: %w", err)
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, response_excerpt, error)
+		VALUES (?, ?, ?, ?, ?, ?)`, o.DeliveryID, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
+		nullIfEmpty(excerpt(a.ResponseExcerpt)), nullIfEmpty(excerpt(a.Error))); err != nil {
+		return err
+	}
+	if o.DisableReason != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
+			o.DisableReason, endpoint); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -155,6 +154,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.db.ReleaseWebhookClaims(ctx); err != nil {
 		return err
 	}
+	// Outcomes are recorded by one goroutine in batches: a burst of
+	// attempts costs one commit, not one each.
+	outcomes := make(chan store.WebhookOutcome, w.cfg.Concurrency)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); w.record(outcomes) }()
 	busy := map[string]int{} // in flight by endpoint
 	inFlight := 0
 	done := make(chan string, w.cfg.Concurrency) // endpoint ids of finished attempts
@@ -197,7 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 					busy[c.EndpointID]++
 					inFlight++
 					wg.Go(func() {
-						w.attempt(attemptCtx, c)
+						outcomes <- w.attempt(attemptCtx, c)
 						done <- c.EndpointID
 					})
 				}
@@ -215,7 +219,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return w.shutdown(&wg, cancelAttempts)
+			err := w.shutdown(&wg, cancelAttempts)
+			close(outcomes)
+			<-recorded
+			return err
 		case d := <-done:
 			finished(d)
 		case <-changed:
@@ -250,8 +257,8 @@ func (w *Worker) shutdown(wg *sync.WaitGroup, cancelAttempts context.CancelFunc)
 	return nil
 }
 
-// attempt sends one delivery and records its outcome.
-func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) {
+// attempt sends one delivery and returns its outcome.
+func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) store.WebhookOutcome {
 	at := w.cfg.Clock.Now()
 	start := time.Now()
 	code, body, retryAfter, err := w.post(ctx, c, at)
@@ -259,16 +266,33 @@ func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) {
 	if err != nil {
 		a.Error = err.Error()
 	}
-	o := w.decide(c, a, retryAfter, err)
-	// Record even when shutting down: the attempt happened.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := w.db.RecordWebhookAttempt(rctx, o); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return // the endpoint was deleted meanwhile
+	return w.decide(c, a, retryAfter, err)
+}
+
+// record stores outcomes until the channel closes, taking everything that
+// waits in one transaction. Outcomes are recorded even during shutdown:
+// the attempts happened. On failure the leases set at claim time make the
+// deliveries due again: at least once.
+func (w *Worker) record(outcomes <-chan store.WebhookOutcome) {
+	for o := range outcomes {
+		batch := []store.WebhookOutcome{o}
+		for more := true; more && len(batch) < 256; {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					more = false
+					break
+				}
+				batch = append(batch, o)
+			default:
+				more = false
+			}
 		}
-		// The lease set at claim time makes it due again: at least once.
-		w.cfg.Logger.Error("webhook: record attempt", "delivery", c.DeliveryID, "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := w.db.RecordWebhookAttempts(ctx, batch); err != nil {
+			w.cfg.Logger.Error("webhook: record attempts", "attempts", len(batch), "err", err)
+		}
+		cancel()
 	}
 }
 
