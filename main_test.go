@@ -641,8 +641,30 @@ func TestSMTPToSignedWebhook(t *testing.T) {
 		"event_types": []string{"message.received"}}, "", &ep); err != nil {
 		t.Fatal(err)
 	}
+	// An event-log consumer long-polls from its cursor while the mail
+	// arrives over SMTP.
+	var start struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/events", nil, "", &start); err != nil {
+		t.Fatal(err)
+	}
+	polled := make(chan []struct{ Type string }, 1)
+	go func() {
+		var p struct{ Data []struct{ Type string } }
+		c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/events?wait=30&after="+start.NextCursor, nil, "", &p)
+		polled <- p.Data
+	}()
 	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"}, "Message-ID: <hook@example.com>\r\nSubject: hook\r\n\r\nhello\r\n"); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case evs := <-polled:
+		if len(evs) != 1 || evs[0].Type != "message.received" {
+			t.Fatalf("events wait answered %+v", evs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("events wait was not woken by the SMTP delivery")
 	}
 	var r *http.Request
 	select {
