@@ -85,3 +85,37 @@ func BenchmarkSendLocal(b *testing.B) {
 		b.Fatalf("bob holds %d messages, want %d (%v)", len(msgs), b.N, err)
 	}
 }
+
+// BenchmarkThreadMessagesPage reads pages of 50 from one thread with 16
+// concurrent clients over HTTP.
+func BenchmarkThreadMessagesPage(b *testing.B) {
+	e := newEnv(b, Config{})
+	var root store.Delivered
+	for i := range 200 {
+		irt := ""
+		if i > 0 {
+			irt = "In-Reply-To: <p0@x>\r\n"
+		}
+		d := e.deliver(e.boot.Inbox.ID, rawMail(fmt.Sprintf("p%d@x", i), "page", "Some text for the page benchmark.", irt))
+		if i == 0 {
+			root = d
+		}
+	}
+	url := e.srv.URL + e.path("/inboxes/%s/threads/%s/messages?limit=50", e.boot.Inbox.ID, root.ThreadID)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+e.admin)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+}

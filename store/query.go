@@ -247,7 +247,11 @@ func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
 }
 
 func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
-	rows, err := db.r.QueryContext(ctx, query, args...)
+	st, err := db.readStmt(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

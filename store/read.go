@@ -64,6 +64,9 @@ func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
 		src string
 		dst any
 	}{{to, &m.To}, {cc, &m.Cc}, {bcc, &m.Bcc}, {replyTo, &m.ReplyTo}, {irt, &m.InReplyTo}, {refs, &m.References}} {
+		if c.src == "[]" {
+			continue // most lists are empty; decoding JSON was a sixth of a page's CPU
+		}
 		if err := json.Unmarshal([]byte(c.src), c.dst); err != nil {
 			return Message{}, fmt.Errorf("message %s columns: %w", m.ID, err)
 		}

@@ -79,7 +79,10 @@ type DB struct {
 	// rows newest first instead of collecting every match (query.go).
 	searchProbe int
 
-	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
+	stmts map[string]*sql.Stmt
+
+	readMu    sync.Mutex
+	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
 
 	changeMu sync.Mutex
 	changed  chan struct{} // closed and replaced after every commit
@@ -133,6 +136,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
 		stmts:   map[string]*sql.Stmt{},
+
+		readStmts: map[string]*sql.Stmt{},
 
 		searchProbe: 2000,
 	}
