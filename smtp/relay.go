@@ -194,30 +194,34 @@ func (r *Relay) conn() (*gosmtp.Client, error) {
 	}
 	d := &net.Dialer{Timeout: r.cfg.Timeout}
 	var c *gosmtp.Client
-	if r.u.Scheme == "smtps" {
+	switch {
+	case r.u.Scheme == "smtps":
 		conn, err := tls.DialWithDialer(d, "tcp", r.u.Host, r.tls)
 		if err != nil {
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
 		c = gosmtp.NewClient(conn)
-		if err := c.Hello(r.cfg.Hostname); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("relay EHLO: %w", err)
-		}
-	} else {
+	default:
 		conn, err := d.Dial("tcp", r.u.Host)
 		if err != nil {
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
-		if r.cfg.Insecure {
-			c = gosmtp.NewClient(conn)
-			if err := c.Hello(r.cfg.Hostname); err != nil {
-				c.Close()
-				return nil, fmt.Errorf("relay EHLO: %w", err)
+		if !r.cfg.Insecure {
+			// STARTTLS is required and the certificate verified.
+			if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
 			}
-		} else if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
+			break
+		}
+		c = gosmtp.NewClient(conn)
+	}
+	// NewClientStartTLS has already said EHLO (as "localhost"); the other
+	// connections say it here with our name.
+	if _, ok := c.TLSConnectionState(); !ok || r.u.Scheme == "smtps" {
+		if err := c.Hello(r.cfg.Hostname); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("relay EHLO: %w", err)
 		}
 	}
 	c.CommandTimeout = r.cfg.Timeout
