@@ -504,7 +504,7 @@ const (
 			message_id_confirmed, approval_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING rowid`
-	sqlInsertRaw        = `INSERT INTO raw_messages (message_id, data) VALUES (?, ?)`
+	sqlInsertRaw        = `INSERT INTO raw_messages (message_id, trace, data) VALUES (?, ?, ?)`
 	sqlInsertBody       = `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`
 	sqlInsertAttachment = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
 				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -543,9 +543,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, len(p.in.Raw), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
-	raw := make([]byte, 0, len(p.in.Trace)+len(p.in.Raw))
-	raw = append(append(raw, p.in.Trace...), p.in.Raw...)
-	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, raw); err != nil {
+	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, append([]byte{}, p.in.Trace...), p.in.Raw); err != nil {
 		return Delivered{}, fmt.Errorf("insert raw: %w", err)
 	}
 	if _, err := db.exec(ctx, tx, sqlInsertBody,

@@ -326,8 +326,8 @@ func (db *DB) streamBlob(ctx context.Context, w io.Writer, sizeQuery, chunkQuery
 // found.
 func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error {
 	err := db.streamBlob(ctx, w,
-		`SELECT length(r.data) FROM raw_messages r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ? AND m.deleted_at IS NULL`,
-		`SELECT substr(data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
+		`SELECT length(r.trace) + length(r.data) FROM raw_messages r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ? AND m.deleted_at IS NULL`,
+		`SELECT substr(trace || data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
 	if err != nil {
 		return fmt.Errorf("raw %s: %w", messageID, err)
 	}

@@ -105,10 +105,11 @@ func (db *DB) ThreadMessages(ctx context.Context, threadID string) ([]Message, e
 	return out, rows.Err()
 }
 
-// Raw returns the stored raw message (trace header plus the bytes as received).
+// Raw returns the stored raw message (trace header plus the bytes as
+// received).
 func (db *DB) Raw(ctx context.Context, messageID string) ([]byte, error) {
 	var raw []byte
-	err := db.r.QueryRowContext(ctx, `SELECT data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
+	err := db.r.QueryRowContext(ctx, `SELECT trace || data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("raw %s: %w", messageID, ErrNotFound)
 	}

@@ -1,4 +1,4 @@
--- user_version = 4
+-- user_version = 5
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -251,7 +251,7 @@ CREATE TABLE projects (
 CREATE TABLE raw_messages (
 	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 	data       BLOB NOT NULL
-) STRICT;
+, trace BLOB NOT NULL DEFAULT x'') STRICT;
 
 -- table settings
 CREATE TABLE settings (
