@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -373,4 +374,19 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+func TestReadMessage(t *testing.T) {
+	for _, n := range []int{0, 1, 32 << 10, 32<<10 + 1, 100 << 10, 3 << 20} {
+		want := make([]byte, n)
+		for i := range want {
+			want[i] = byte(i % 251)
+		}
+		for _, hint := range []int{0, n} {
+			got, err := readMessage(bytes.NewReader(want), hint)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("n=%d hint=%d: %d bytes, %v", n, hint, len(got), err)
+			}
+		}
+	}
 }
