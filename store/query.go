@@ -325,9 +325,20 @@ func (db *DB) streamBlob(ctx context.Context, w io.Writer, sizeQuery, chunkQuery
 // WriteRaw streams the stored raw message to w; a deleted message is not
 // found.
 func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error {
-	err := db.streamBlob(ctx, w,
-		`SELECT length(r.trace) + length(r.data) FROM raw_messages r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ? AND m.deleted_at IS NULL`,
-		`SELECT substr(trace || data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
+	// The trace header first (small), then the bytes as received in chunks.
+	var trace []byte
+	err := db.r.QueryRowContext(ctx, `SELECT r.trace FROM raw_messages r JOIN messages m ON m.id = r.message_id
+		WHERE r.message_id = ? AND m.deleted_at IS NULL`, messageID).Scan(&trace)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err == nil && len(trace) > 0 {
+		_, err = w.Write(trace)
+	}
+	if err == nil {
+		err = db.streamBlob(ctx, w, `SELECT length(data) FROM raw_messages WHERE message_id = ?`,
+			`SELECT substr(data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
+	}
 	if err != nil {
 		return fmt.Errorf("raw %s: %w", messageID, err)
 	}

@@ -109,7 +109,7 @@ func (db *DB) ThreadMessages(ctx context.Context, threadID string) ([]Message, e
 // received).
 func (db *DB) Raw(ctx context.Context, messageID string) ([]byte, error) {
 	var raw []byte
-	err := db.r.QueryRowContext(ctx, `SELECT trace || data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
+	err := db.r.QueryRowContext(ctx, `SELECT coalesce(trace, x'') || data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("raw %s: %w", messageID, ErrNotFound)
 	}

@@ -251,7 +251,7 @@ CREATE TABLE projects (
 CREATE TABLE raw_messages (
 	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 	data       BLOB NOT NULL
-, trace BLOB NOT NULL DEFAULT x'') STRICT;
+, trace BLOB) STRICT;
 
 -- table settings
 CREATE TABLE settings (
