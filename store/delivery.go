@@ -22,6 +22,22 @@ type Claimed struct {
 	RFCMessageID       string // without brackets
 }
 
+// The statements of the send and delivery path, prepared at Open.
+const (
+	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+				WHERE m.id = ?`
+	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
+	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
+	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
+			WHERE id = ? RETURNING message_id`
+	sqlDeliveryEmail   = `SELECT email FROM deliveries WHERE id = ?`
+	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
+	sqlOutboundRaw     = `SELECT data FROM raw_messages WHERE message_id = ?`
+	sqlParentThread    = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
+	sqlInsertDelivery  = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
+
 // ClaimDeliveries marks up to limit due deliveries as sending and returns
 // them. The attempt is recorded before anything is sent, and the claim is a
 // lease: a worker that dies mid-send leaves the delivery due again after
@@ -52,12 +68,11 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 			return err
 		}
 		for i := range out {
-			if err := tx.QueryRowContext(ctx, `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-				WHERE m.id = ?`, out[i].MessageID).Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
+			if err := db.queryRow(ctx, tx, sqlClaimInfo, out[i].MessageID).Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
 				return fmt.Errorf("claim deliveries: %w", err)
 			}
 		}
-		return updateStates(ctx, tx, messageIDsOf(out))
+		return db.updateStates(ctx, tx, messageIDsOf(out))
 	})
 	if err != nil {
 		return nil, err
@@ -79,9 +94,9 @@ func messageIDsOf(cs []Claimed) []string {
 
 // updateStates recomputes the state of outbound messages from their
 // recipients.
-func updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
+func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
 	for _, id := range messageIDs {
-		rows, err := tx.QueryContext(ctx, `SELECT status FROM deliveries WHERE message_id = ?`, id)
+		rows, err := db.query(ctx, tx, sqlDeliveryStatuses, id)
 		if err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
@@ -95,7 +110,7 @@ func updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
 			statuses = append(statuses, s)
 		}
 		rows.Close()
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET state = ? WHERE id = ?`, aggregate(statuses), id); err != nil {
+		if _, err := db.exec(ctx, tx, sqlSetMessageState, aggregate(statuses), id); err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
 	}
@@ -122,7 +137,7 @@ func (db *DB) ReleaseClaims(ctx context.Context) error {
 			ids = append(ids, id)
 		}
 		rows.Close()
-		return updateStates(ctx, tx, ids)
+		return db.updateStates(ctx, tx, ids)
 	})
 }
 
@@ -165,8 +180,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 			next = ms(r.NextAttempt)
 		}
 		var msg string
-		if err := tx.QueryRowContext(ctx, `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
-			WHERE id = ? RETURNING message_id`, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg); err != nil {
+		if err := db.queryRow(ctx, tx, sqlRecordDelivery, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg); err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		if !seen[msg] {
@@ -174,7 +188,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 			msgs = append(msgs, msg)
 		}
 		var email string
-		if err := tx.QueryRowContext(ctx, `SELECT email FROM deliveries WHERE id = ?`, r.ID).Scan(&email); err != nil {
+		if err := db.queryRow(ctx, tx, sqlDeliveryEmail, r.ID).Scan(&email); err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		g := group{msg, r.Status}
@@ -184,14 +198,14 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 		recipients[g] = append(recipients[g], map[string]any{"email": email, "delivery_status": r.Status,
 			"smtp_code": nullIfZero(r.Code), "smtp_message": nullIfEmpty(r.Message)})
 	}
-	if err := updateStates(ctx, tx, msgs); err != nil {
+	if err := db.updateStates(ctx, tx, msgs); err != nil {
 		return err
 	}
 	for _, g := range order {
 		var inboxID, threadID string
 		var seq int64
 		var simulated, echo bool
-		if err := tx.QueryRowContext(ctx, `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`, g.message).
+		if err := db.queryRow(ctx, tx, sqlDeliveryMessage, g.message).
 			Scan(&inboxID, &threadID, &seq, &simulated, &echo); err != nil {
 			return fmt.Errorf("delivery event: %w", err)
 		}
@@ -253,7 +267,7 @@ func (db *DB) DeliverLocal(ctx context.Context, cs []Claimed) error {
 		var results []DeliveryResult
 		for _, c := range cs {
 			var raw []byte
-			if err := tx.QueryRowContext(ctx, `SELECT data FROM raw_messages WHERE message_id = ?`, c.MessageID).Scan(&raw); err != nil {
+			if err := db.queryRow(ctx, tx, sqlOutboundRaw, c.MessageID).Scan(&raw); err != nil {
 				return fmt.Errorf("local delivery %d: %w", c.ID, err)
 			}
 			ib, tag, err := db.lookupRecipientTx(ctx, tx, c.Email)

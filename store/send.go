@@ -143,7 +143,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 	p := prepare(&Incoming{Raw: o.Raw, Parsed: message.Parse(o.Raw), ReceivedAt: now})
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
-		if err := tx.QueryRowContext(ctx, `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
+		if err := db.queryRow(ctx, tx, sqlParentThread, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
 			}
@@ -187,8 +187,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID st
 		if r.Route == "capture" {
 			status, next = StatusCaptured, nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
+		if _, err := db.exec(ctx, tx, sqlInsertDelivery, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
 			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
 		}
 	}
