@@ -108,30 +108,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// runOnce claims a batch of due deliveries and attempts them.
+// runOnce delivers the due local recipients, then claims the due relay
+// ones and hands them to the relay.
 func (w *Worker) runOnce(ctx context.Context) error {
+	if _, err := w.db.DeliverLocalDue(ctx, 100); err != nil {
+		return fmt.Errorf("local delivery: %w", err)
+	}
 	claimed, err := w.db.ClaimDeliveries(ctx, 100, claimLease)
 	if err != nil {
 		return err
 	}
-	var local []store.Claimed
 	relay := map[string][]store.Claimed{} // by message
 	var order []string
 	for _, c := range claimed {
-		switch c.Route {
-		case "local":
-			local = append(local, c)
-		case "relay":
-			if _, ok := relay[c.MessageID]; !ok {
-				order = append(order, c.MessageID)
-			}
-			relay[c.MessageID] = append(relay[c.MessageID], c)
+		if _, ok := relay[c.MessageID]; !ok {
+			order = append(order, c.MessageID)
 		}
-	}
-	if len(local) > 0 {
-		if err := w.db.DeliverLocal(ctx, local); err != nil {
-			return fmt.Errorf("local delivery: %w", err)
-		}
+		relay[c.MessageID] = append(relay[c.MessageID], c)
 	}
 	for _, id := range order {
 		if err := w.relay(ctx, relay[id]); err != nil {

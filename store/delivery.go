@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,6 +25,11 @@ type Claimed struct {
 
 // The statements of the send and delivery path, prepared at Open.
 const (
+	sqlDueLocal = `SELECT d.id, d.message_id, d.email, i.address FROM deliveries d
+		JOIN messages m ON m.id = d.message_id JOIN inboxes i ON i.id = m.inbox_id
+		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
+	sqlCountLocalAttempt = `UPDATE deliveries SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?)
+		WHERE id IN (SELECT value FROM json_each(?))`
 	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 				WHERE m.id = ?`
 	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
@@ -38,8 +44,9 @@ const (
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
 
-// ClaimDeliveries marks up to limit due deliveries as sending and returns
-// them. The attempt is recorded before anything is sent, and the claim is a
+// ClaimDeliveries marks up to limit due relay deliveries as sending and
+// returns them (local ones are delivered in one transaction by
+// DeliverLocalDue and need no claim). The attempt is recorded before anything is sent, and the claim is a
 // lease: a worker that dies mid-send leaves the delivery due again after
 // lease, never retried in a storm.
 func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
@@ -48,7 +55,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 		now := db.now()
 		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
-			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 ORDER BY next_attempt_at, id LIMIT ?3)
+			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
 			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`, ms(now), ms(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
@@ -258,12 +265,38 @@ func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, 
 	return Inbox{}, "", err
 }
 
-// DeliverLocal delivers claimed local deliveries through the ingest path
-// (each arrives as inbound mail in its inbox, threaded by its headers) and
-// marks them delivered, in one transaction.
-func (db *DB) DeliverLocal(ctx context.Context, cs []Claimed) error {
-	return db.tx(ctx, func(tx *sql.Tx) error {
+// DeliverLocalDue delivers up to limit due local deliveries through the
+// ingest path (each arrives as inbound mail in its inbox, threaded by its
+// headers) and marks them delivered, all in one transaction: no claim, no
+// lease, one commit. It returns how many it delivered.
+func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
+	n := 0
+	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
+		rows, err := db.query(ctx, tx, sqlDueLocal, ms(now), limit)
+		if err != nil {
+			return fmt.Errorf("due local deliveries: %w", err)
+		}
+		var cs []Claimed
+		var ids []int64
+		for rows.Next() {
+			var c Claimed
+			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.From); err != nil {
+				rows.Close()
+				return fmt.Errorf("due local deliveries: %w", err)
+			}
+			cs = append(cs, c)
+			ids = append(ids, c.ID)
+		}
+		rows.Close()
+		if len(cs) == 0 {
+			return nil
+		}
+		n = len(cs)
+		list, _ := json.Marshal(ids)
+		if _, err := db.exec(ctx, tx, sqlCountLocalAttempt, ms(now), string(list)); err != nil {
+			return fmt.Errorf("count local attempts: %w", err)
+		}
 		var results []DeliveryResult
 		for _, c := range cs {
 			var raw []byte
@@ -304,6 +337,7 @@ func (db *DB) DeliverLocal(ctx context.Context, cs []Claimed) error {
 		}
 		return db.recordDeliveries(ctx, tx, results)
 	})
+	return n, err
 }
 
 // DeliveryStatus is one recipient's status as shown in a message object.
