@@ -210,18 +210,25 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listJSON[threadJSON]{Data: []threadJSON{}}
-	for i, t := range threads {
-		if i == limit {
-			out.HasMore = true
-			prev := threads[i-1]
-			if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: prev.LastMessageAt.UnixMilli(), ID: prev.ID}); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			break
+	writePage(s, w, r, threads, limit, scope, threadObject,
+		func(t store.Thread) any { return store.TimeKey{At: t.LastMessageAt.UnixMilli(), ID: t.ID} })
+}
+
+// writePage answers a list fetched with limit+1 rows: the first limit
+// rendered, has_more exact, and next_cursor the signed position of the last
+// row shown.
+func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows []R, limit int, scope cursorScope,
+	render func(R) T, position func(R) any) {
+	out := listJSON[T]{Data: make([]T, 0, min(len(rows), limit))}
+	for _, row := range rows[:min(len(rows), limit)] {
+		out.Data = append(out.Data, render(row))
+	}
+	if len(rows) > limit {
+		out.HasMore = true
+		if err := s.setCursor(&out.NextCursor, scope, position(rows[limit-1])); err != nil {
+			s.writeError(w, r, err)
+			return
 		}
-		out.Data = append(out.Data, threadObject(t))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

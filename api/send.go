@@ -303,20 +303,8 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listJSON[approvalJSON]{Data: []approvalJSON{}}
-	for i, a := range as {
-		if i == limit {
-			out.HasMore = true
-			prev := as[i-1]
-			if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: prev.RequestedAt.UnixMilli(), ID: prev.ID}); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			break
-		}
-		out.Data = append(out.Data, approvalObject(a))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(s, w, r, as, limit, scope, approvalObject,
+		func(a store.Approval) any { return store.TimeKey{At: a.RequestedAt.UnixMilli(), ID: a.ID} })
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {

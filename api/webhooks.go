@@ -355,33 +355,18 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := cursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
-	var after *store.TimeKey
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		after = new(store.TimeKey)
-		if err := s.decodeCursor(c, scope, after); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	after, err := cursorAfter[store.TimeKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	ds, err := s.db.WebhookDeliveries(r.Context(), ep.ProjectID, ep.ID, after, limit+1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	page := ds[:min(limit, len(ds))]
-	out := listJSON[webhookDeliveryJSON]{Data: []webhookDeliveryJSON{}}
-	for _, d := range page {
-		out.Data = append(out.Data, webhookDeliveryObject(d))
-	}
-	if len(ds) > limit {
-		out.HasMore = true
-		last := page[len(page)-1]
-		if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: last.CreatedAt.UnixMilli(), ID: last.ID}); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(s, w, r, ds, limit, scope, webhookDeliveryObject,
+		func(d store.WebhookDelivery) any { return store.TimeKey{At: d.CreatedAt.UnixMilli(), ID: d.ID} })
 }
 
 func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) {
