@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -169,7 +170,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	for i, a := range in.Attachments {
 		data, err := base64.StdEncoding.DecodeString(a.ContentBase64)
 		if err != nil {
-			s.writeError(w, r, badRequest("attachments["+itoa(i)+"].content_base64", "content_base64 is not valid base64."))
+			s.writeError(w, r, badRequest("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
 			return
 		}
 		req.Attachments = append(req.Attachments, outbound.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: data})
@@ -215,11 +216,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 // --- approvals ---

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/inboxd/inboxd/message"
@@ -85,7 +86,7 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		for i, a := range in.Attachments {
 			data, err := base64.StdEncoding.DecodeString(a.ContentBase64)
 			if err != nil {
-				s.writeError(w, r, badRequest("attachments["+itoa(i)+"].content_base64", "content_base64 is not valid base64."))
+				s.writeError(w, r, badRequest("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
 				return
 			}
 			ct := a.ContentType
@@ -105,12 +106,13 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	parsed := message.Parse(raw)
 	from := ""
-	if p := message.Parse(raw); p.From != nil {
-		from = p.From.Email
+	if parsed.From != nil {
+		from = parsed.From.Email
 	}
 	dels, err := s.db.Ingest(r.Context(), &store.Incoming{
-		Raw: raw, Trace: []byte("Received: from inboxd test API (simulated)\r\n"), Parsed: message.Parse(raw),
+		Raw: raw, Trace: []byte("Received: from inboxd test API (simulated)\r\n"), Parsed: parsed,
 		Envelope:   store.Envelope{MailFrom: from, RcptTo: []string{ib.Address}, RemoteIP: "127.0.0.1", Helo: "test-inbound", AuthUser: k.ID},
 		Targets:    []store.Target{{InboxID: ib.ID, Address: ib.Address}},
 		ReceivedAt: s.now(), Simulated: true,

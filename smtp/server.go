@@ -324,10 +324,10 @@ func (ss *session) deliver(raw []byte) error {
 	}
 	received := ss.s.now()
 	parsed := message.Parse(raw)
-	tlsState, isTLS := ss.conn.TLSConnectionState()
+	_, isTLS := ss.conn.TLSConnectionState()
 	in := &store.Incoming{
 		Raw:    raw,
-		Trace:  ss.s.traceHeader(ss, isTLS, tlsState.Version, received),
+		Trace:  ss.s.traceHeader(ss, isTLS, received),
 		Parsed: parsed,
 		Envelope: store.Envelope{
 			MailFrom: ss.from, RcptTo: slices.Clone(ss.rcpts), RemoteIP: ss.remoteIP,
@@ -343,7 +343,7 @@ func (ss *session) deliver(raw []byte) error {
 }
 
 // traceHeader builds the Received: header of RFC 5321 §4.4.
-func (s *Server) traceHeader(ss *session, isTLS bool, _ uint16, at time.Time) []byte {
+func (s *Server) traceHeader(ss *session, isTLS bool, at time.Time) []byte {
 	proto := "ESMTP"
 	if isTLS {
 		proto += "S"

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -24,9 +23,7 @@ func (db *DB) CursorSecret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("cursor secret: %w", err)
 	}
 	fresh := make([]byte, 32)
-	if _, err := io.ReadFull(rand.Reader, fresh); err != nil {
-		return nil, fmt.Errorf("cursor secret: %w", err)
-	}
+	db.readRand(fresh)
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ('cursor_secret', ?) ON CONFLICT DO NOTHING`, fresh); err != nil {
 			return err
