@@ -12,13 +12,15 @@ import (
 )
 
 // allowedDeps is STYLE.md's import direction: message ← thread ← store ←
-// (smtp, outbound, webhook, api, mcp) ← main. A package may import only the
+// (smtp, outbound, webhook, api, mcp) ← main; spool is a leaf beside
+// message that only smtp (and main) use. A package may import only the
 // inboxd packages listed for it (tests included).
 var allowedDeps = map[string][]string{
 	"message":  {},
+	"spool":    {},
 	"thread":   {"message"},
 	"store":    {"message", "thread"},
-	"smtp":     {"message", "thread", "store"},
+	"smtp":     {"message", "thread", "store", "spool"},
 	"outbound": {"message", "thread", "store", "smtp"},
 	"webhook":  {"message", "thread", "store"},
 	"api":      {"message", "thread", "store", "outbound"},

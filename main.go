@@ -27,6 +27,7 @@ import (
 	"github.com/inboxd/inboxd/api"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/smtp"
+	"github.com/inboxd/inboxd/spool"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/webhook"
 )
@@ -213,7 +214,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	worker := outbound.NewWorker(db, workerCfg)
 	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize})
+	// A message over 1 MiB is received into a file and stored in chunks,
+	// so even 25 MB ones cost a few megabytes of memory.
+	sp, err := spool.New(filepath.Join(c.Data, "spool"), 1<<20)
+	if err != nil {
+		return err
+	}
 	smtpSrv := smtp.NewServer(smtp.Config{
+		Spool:           sp,
 		Submitter:       sender,
 		Hostname:        c.Hostname,
 		MaxMessageBytes: c.MaxMessageSize,

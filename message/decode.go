@@ -17,6 +17,25 @@ import (
 // part body. It keeps every byte it can decode; the error describes what was
 // skipped or why the body may be incomplete.
 func decodeTransfer(cte string, body io.Reader) ([]byte, error) {
+	var data []byte
+	err := decodeWith(cte, body, func(r io.Reader) (err error) {
+		data, err = readAllChunked(r)
+		return err
+	})
+	return data, err
+}
+
+// decodeTransferTo is decodeTransfer writing the decoded bytes to w as they
+// are decoded.
+func decodeTransferTo(w io.Writer, cte string, body io.Reader) error {
+	return decodeWith(cte, body, func(r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+}
+
+// decodeWith runs read over body with its transfer encoding undone.
+func decodeWith(cte string, body io.Reader, read func(io.Reader) error) error {
 	var r io.Reader
 	var b64 *base64Reader
 	var qp *qpReader
@@ -39,19 +58,18 @@ func decodeTransfer(cte string, body io.Reader) ([]byte, error) {
 		r = body
 		encErr = fmt.Errorf("unknown transfer encoding %q, kept undecoded", cte)
 	}
-	data, err := readAllChunked(r)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := read(r); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		// A truncated multipart is reported by the multipart walker; other
 		// read errors come from the decoders' sources.
-		return data, err
+		return err
 	}
 	switch {
 	case b64 != nil && b64.junk:
-		return data, errors.New("invalid base64 data skipped")
+		return errors.New("invalid base64 data skipped")
 	case qp != nil && qp.bad:
-		return data, errors.New("invalid quoted-printable kept literally")
+		return errors.New("invalid quoted-printable kept literally")
 	}
-	return data, encErr
+	return encErr
 }
 
 // readAllChunked reads r to EOF. It collects the data in growing chunks and

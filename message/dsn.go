@@ -3,6 +3,7 @@ package message
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strings"
 
 	"github.com/emersion/go-message/textproto"
@@ -57,6 +58,20 @@ func reportPartKind(h textproto.Header, defaultType string) string {
 		return reportReturned
 	}
 	return ""
+}
+
+// maxReportPart bounds how much of a spilled report part is read back: the
+// status fields and the returned headers sit at its start.
+const maxReportPart = 1 << 20
+
+// head returns the attachment's bytes, reading at most n of them back
+// when they were spilled.
+func (a *Attachment) head(n int64) []byte {
+	if a.Large == nil {
+		return a.Data
+	}
+	data, _ := io.ReadAll(io.LimitReader(a.Large.Reader(), n))
+	return data
 }
 
 func (r *dsnReport) add(kind string, data []byte) {

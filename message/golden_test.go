@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -79,10 +81,23 @@ func goldenJSON(t *testing.T, p *Parsed) []byte {
 		}
 	}
 	for _, a := range p.Attachments {
-		sum := sha256.Sum256(a.Data)
+		data := a.Data
+		if a.Large != nil {
+			if a.Data != nil {
+				t.Errorf("attachment %q has both Data and Large", a.Filename)
+			}
+			var err error
+			if data, err = io.ReadAll(a.Large.Reader()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if int64(len(data)) != a.Size {
+			t.Errorf("attachment %q: Size %d, %d bytes", a.Filename, a.Size, len(data))
+		}
+		sum := sha256.Sum256(data)
 		g.Attachments = append(g.Attachments, goldenAttachment{
 			Filename: a.Filename, ContentType: a.ContentType, Disposition: a.Disposition,
-			ContentID: a.ContentID, ScanStatus: a.ScanStatus, Bytes: len(a.Data),
+			ContentID: a.ContentID, ScanStatus: a.ScanStatus, Bytes: len(data),
 			SHA256: hex.EncodeToString(sum[:]),
 		})
 	}
@@ -126,6 +141,50 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(got, exp) {
 				t.Errorf("%s differs from golden file; got:\n%s", want, got)
 			}
+			// Streaming with every attachment spilled, read a byte at a
+			// time, must parse to the same result.
+			var spilled []*testBlob
+			p := ParseReader(iotest.OneByteReader(bytes.NewReader(raw)), Options{Spill: func() Blob {
+				b := &testBlob{limit: 16}
+				spilled = append(spilled, b)
+				return b
+			}})
+			if got := goldenJSON(t, p); !bytes.Equal(got, exp) {
+				t.Errorf("ParseReader with spilled attachments differs from %s; got:\n%s", want, got)
+			}
+			if err := p.Close(); err != nil || p.SpillErr != nil {
+				t.Errorf("Close = %v, SpillErr = %v", err, p.SpillErr)
+			}
+			for _, b := range spilled {
+				if !b.closed && b.moved {
+					t.Errorf("a spilled blob of %d bytes was not closed", b.buf.Len())
+				}
+			}
 		})
 	}
 }
+
+// testBlob is a Blob that reports its content as moved out of memory once
+// it holds more than limit bytes, like a spool file.
+type testBlob struct {
+	buf           bytes.Buffer
+	limit         int
+	moved, closed bool
+}
+
+func (b *testBlob) Write(p []byte) (int, error) {
+	n, err := b.buf.Write(p)
+	b.moved = b.moved || b.buf.Len() > b.limit
+	return n, err
+}
+
+func (b *testBlob) Bytes() ([]byte, bool) {
+	if b.moved {
+		return nil, false
+	}
+	return b.buf.Bytes(), true
+}
+
+func (b *testBlob) Len() int64        { return int64(b.buf.Len()) }
+func (b *testBlob) Reader() io.Reader { return bytes.NewReader(b.buf.Bytes()) }
+func (b *testBlob) Close() error      { b.closed = true; return nil }

@@ -9,6 +9,9 @@
 package message
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"time"
 )
 
@@ -25,7 +28,33 @@ type Attachment struct {
 	Disposition string // "attachment" or "inline"
 	ContentID   string // without angle brackets, "" when none
 	ScanStatus  string // "clean" or "suspicious"
-	Data        []byte // decoded bytes (base64/QP undone)
+	Data        []byte // decoded bytes (base64/QP undone); nil when Large holds them
+	Size        int64  // number of decoded bytes
+	// Large holds the decoded bytes instead of Data when they outgrew
+	// memory (see Options.Spill). Parsed.Close releases it.
+	Large Blob
+}
+
+// Blob is storage for decoded attachment bytes that may be too large for
+// memory. The caller provides it (a spool file, typically), so this package
+// does no I/O of its own.
+type Blob interface {
+	io.Writer
+	// Bytes returns the content while it is held in memory; ok is false
+	// once it has moved elsewhere.
+	Bytes() (data []byte, ok bool)
+	Len() int64
+	// Reader reads the content from the start.
+	Reader() io.Reader
+	Close() error
+}
+
+// Options tune parsing for large messages.
+type Options struct {
+	// Spill, when set, returns an empty Blob for each attachment's decoded
+	// bytes, so a 20 MB attachment is never held in memory whole. Without
+	// it, attachments are decoded into Data.
+	Spill func() Blob
 }
 
 // Parsed is everything inboxd keeps from a message's MIME structure.
@@ -48,6 +77,10 @@ type Parsed struct {
 	// report-type delivery-status. Its parts are still kept as attachments.
 	DSN        *DSN
 	ParseError string // "" when parsed fully; otherwise what went wrong
+	// SpillErr is set when a Blob from Options.Spill failed to take the
+	// decoded bytes (a full disk): the attachment is incomplete through no
+	// fault of the message, so the caller should refuse it for now.
+	SpillErr error
 }
 
 // DSN is what a delivery status notification says about a message we sent.
@@ -71,7 +104,13 @@ type DSNRecipient struct {
 // Parse reads a raw RFC 5322 message. It never fails and never panics:
 // whatever can be read is returned, with ParseError set when something could
 // not be parsed.
-func Parse(raw []byte) (p *Parsed) {
+func Parse(raw []byte) *Parsed {
+	return ParseReader(bytes.NewReader(raw), Options{})
+}
+
+// ParseReader is Parse for a message read from r, which is read once, in
+// order. Errors reading r are reported in ParseError like malformed input.
+func ParseReader(r io.Reader, opts Options) (p *Parsed) {
 	p = &Parsed{
 		To:          []Address{},
 		Cc:          []Address{},
@@ -81,7 +120,7 @@ func Parse(raw []byte) (p *Parsed) {
 		References:  []string{},
 		Attachments: []Attachment{},
 	}
-	ps := &parser{out: p}
+	ps := &parser{out: p, spill: opts.Spill}
 	defer func() {
 		// A bug in a dependency or here must not lose the message: the caller
 		// still stores the raw bytes, and ParseError says why fields are empty.
@@ -90,8 +129,20 @@ func Parse(raw []byte) (p *Parsed) {
 			p.ParseError = ps.errorString()
 		}
 	}()
-	ps.parse(raw)
+	ps.parse(r)
 	ps.finish()
 	p.ParseError = ps.errorString()
 	return p
+}
+
+// Close releases the Large blobs of the attachments.
+func (p *Parsed) Close() error {
+	var errs []error
+	for i := range p.Attachments {
+		if b := p.Attachments[i].Large; b != nil {
+			errs = append(errs, b.Close())
+			p.Attachments[i].Large = nil
+		}
+	}
+	return errors.Join(errs...)
 }

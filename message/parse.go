@@ -28,6 +28,7 @@ type parser struct {
 	rawHTML string // the main HTML body before sanitizing, for reply extraction
 	leaves  int
 	report  bool // a delivery status report was seen; only the first counts
+	spill   func() Blob
 }
 
 func (ps *parser) fail(format string, args ...any) {
@@ -46,8 +47,8 @@ func (ps *parser) errorString() string {
 	return strings.Join(ps.errs, "; ")
 }
 
-func (ps *parser) parse(raw []byte) {
-	src := &lineReader{br: bufio.NewReaderSize(bytes.NewReader(raw), 32<<10)}
+func (ps *parser) parse(r io.Reader) {
+	src := &lineReader{br: bufio.NewReaderSize(r, 32<<10)}
 	h, rest, err := readHeader(src, nil)
 	if err != nil {
 		ps.fail("header: %v", err)
@@ -131,7 +132,7 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 			kind, before := reportPartKind(h, partDefault), len(ps.out.Attachments)
 			ps.entity(h, part, depth+1, partDefault)
 			if kind != "" && len(ps.out.Attachments) == before+1 {
-				report.add(kind, ps.out.Attachments[before].Data)
+				report.add(kind, ps.out.Attachments[before].head(maxReportPart))
 			}
 		} else {
 			ps.entity(h, part, depth+1, partDefault)
@@ -163,7 +164,24 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	filename := partFilename(dparams, ct.params)
 	cid := contentID(h.Get("Content-Id"))
 
-	data, derr := decodeTransfer(h.Get("Content-Transfer-Encoding"), body)
+	isBodyCandidate := disp != "attachment" && filename == ""
+	isText := isBodyCandidate && (ct.media == "text/plain" && !ps.out.HasText || ct.media == "text/html" && !ps.out.HasHTML)
+	var data []byte
+	var large Blob
+	var derr error
+	if ps.spill == nil || isText {
+		data, derr = decodeTransfer(h.Get("Content-Transfer-Encoding"), body)
+	} else {
+		large = ps.spill()
+		w := &errWriter{w: large}
+		derr = decodeTransferTo(w, h.Get("Content-Transfer-Encoding"), body)
+		if w.err != nil && ps.out.SpillErr == nil {
+			ps.out.SpillErr = w.err
+		}
+		if b, ok := large.Bytes(); ok {
+			data, large = b, nil
+		}
+	}
 	if derr != nil {
 		what := "body"
 		if filename != "" {
@@ -172,12 +190,11 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 		ps.fail("%s: %v", what, derr)
 	}
 
-	if h.Len() == 0 && len(bytes.TrimSpace(data)) == 0 && (ps.out.HasText || ps.out.HasHTML) {
+	if large == nil && h.Len() == 0 && len(bytes.TrimSpace(data)) == 0 && (ps.out.HasText || ps.out.HasHTML) {
 		// QUIRK: an empty, headerless part after a stray delimiter (e.g. a
 		// final boundary missing its "--") carries nothing to keep.
 		return
 	}
-	isBodyCandidate := disp != "attachment" && filename == ""
 	switch {
 	case isBodyCandidate && ct.media == "text/plain" && !ps.out.HasText:
 		ps.out.HasText = true
@@ -195,6 +212,11 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 		ContentType: "application/octet-stream",
 		ContentID:   cid,
 		Data:        data,
+		Size:        int64(len(data)),
+		Large:       large,
+	}
+	if large != nil {
+		a.Size = large.Len()
 	}
 	if ct.valid {
 		a.ContentType = ct.media
@@ -275,4 +297,19 @@ func (c *captureReader) Read(p []byte) (int, error) {
 func (c *captureReader) stop() {
 	c.stopped = true
 	c.buf = nil
+}
+
+// errWriter remembers a write error, telling a failing Blob (our fault)
+// apart from a failing read of the message (the sender's).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }

@@ -4,7 +4,6 @@
 package smtp
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/spool"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -62,6 +62,9 @@ type Config struct {
 	Domains       []string
 	Now           func() time.Time
 	Logger        *slog.Logger
+	// Spool holds a message that outgrows memory while it is received and
+	// parsed; nil keeps every message in memory.
+	Spool *spool.Dir
 	// Submitter takes mail from sessions authenticated with an API key that
 	// has messages:send and addresses recipients outside the gateway; nil
 	// refuses such recipients like any unknown address.
@@ -274,61 +277,43 @@ func (ss *session) Data(r io.Reader) error {
 	if ss.size > 0 && ss.size <= ss.s.cfg.MaxMessageBytes {
 		hint = int(ss.size)
 	}
-	raw, err := readMessage(r, hint)
-	if err != nil {
+	buf := ss.s.cfg.Spool.Buffer(hint)
+	if _, err := buf.ReadFrom(r); err != nil {
+		buf.Close()
 		return ss.s.reply("data", err)
 	}
-	return ss.s.reply("data", ss.deliver(raw))
+	err := ss.deliver(buf)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		// After a timeout the writer may still read the buffer; the
+		// garbage collector closes its file then.
+		buf.Close()
+	}
+	return ss.s.reply("data", err)
 }
 
-// readMessage reads DATA into one exactly sized slice. Without a SIZE=
-// hint it reads growing chunks and joins them once: a doubling buffer
-// would allocate about 2.5× a large message and hold up to 3× at a time.
-func readMessage(r io.Reader, hint int) ([]byte, error) {
-	if hint > 0 {
-		var buf bytes.Buffer
-		buf.Grow(hint + 1) // +1: ReadFrom wants room to see EOF
-		_, err := buf.ReadFrom(r)
-		return buf.Bytes(), err
-	}
-	var chunks [][]byte
-	total := 0
-	for size := 32 << 10; ; size = min(2*size, 4<<20) {
-		chunk := make([]byte, size)
-		n, err := io.ReadFull(r, chunk)
-		total += n
-		chunks = append(chunks, chunk[:n])
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(chunks) == 1 {
-		return chunks[0], nil
-	}
-	out := make([]byte, 0, total)
-	for _, c := range chunks {
-		out = append(out, c...)
-	}
-	return out, nil
-}
-
-func (ss *session) deliver(raw []byte) error {
+// deliver hands the message in buf to the send path (authenticated
+// submission) or the store. A message small enough to sit in memory is
+// parsed from there; a large one is parsed from its spool file with its
+// attachments spilled too, so it is never in memory whole.
+func (ss *session) deliver(buf *spool.Buffer) error {
+	raw, inMemory := buf.Bytes()
 	if ss.external {
+		if !inMemory {
+			var err error
+			if raw, err = io.ReadAll(buf.Reader()); err != nil {
+				return err
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 		defer cancel()
 		_, err := ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
 		return err
 	}
 	received := ss.s.now()
-	parsed := message.Parse(raw)
 	_, isTLS := ss.conn.TLSConnectionState()
 	in := &store.Incoming{
-		Raw:    raw,
-		Trace:  ss.s.traceHeader(ss, isTLS, received),
-		Parsed: parsed,
+		Raw:   raw,
+		Trace: ss.s.traceHeader(ss, isTLS, received),
 		Envelope: store.Envelope{
 			MailFrom: ss.from, RcptTo: slices.Clone(ss.rcpts), RemoteIP: ss.remoteIP,
 			Helo: ss.conn.Hostname(), TLS: isTLS, AuthUser: ss.authUser,
@@ -336,9 +321,24 @@ func (ss *session) deliver(raw []byte) error {
 		Targets:    slices.Clone(ss.targets),
 		ReceivedAt: received,
 	}
+	if inMemory {
+		in.Parsed = message.Parse(raw)
+	} else {
+		in.Large = buf
+		in.Parsed = message.ParseReader(buf.Reader(), message.Options{
+			Spill: func() message.Blob { return ss.s.cfg.Spool.Buffer(0) },
+		})
+		if in.Parsed.SpillErr != nil {
+			in.Parsed.Close()
+			return fmt.Errorf("spool attachment: %w", in.Parsed.SpillErr)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
 	_, err := ss.s.store.Ingest(ctx, in)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		in.Parsed.Close()
+	}
 	return err
 }
 

@@ -1,7 +1,6 @@
 package smtp
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -89,7 +88,9 @@ func start(t testing.TB, cfg Config, wrap func(*store.DB) Store) *env {
 	return &env{db: db, boot: boot, addr: l.Addr().String(), srv: srv}
 }
 
-func dial(t *testing.T, addr string) *gosmtp.Client {
+func dial(t *testing.T, addr string) *gosmtp.Client { return dialTB(t, addr) }
+
+func dialTB(t testing.TB, addr string) *gosmtp.Client {
 	t.Helper()
 	c, err := gosmtp.Dial(addr)
 	if err != nil {
@@ -374,19 +375,4 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-func TestReadMessage(t *testing.T) {
-	for _, n := range []int{0, 1, 32 << 10, 32<<10 + 1, 100 << 10, 3 << 20} {
-		want := make([]byte, n)
-		for i := range want {
-			want[i] = byte(i % 251)
-		}
-		for _, hint := range []int{0, n} {
-			got, err := readMessage(bytes.NewReader(want), hint)
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("n=%d hint=%d: %d bytes, %v", n, hint, len(got), err)
-			}
-		}
-	}
 }

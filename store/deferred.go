@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/inboxd/inboxd/message"
@@ -48,9 +49,17 @@ func deferMessage(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag str
 	if err != nil {
 		return fmt.Errorf("encode envelope: %w", err)
 	}
+	raw := p.in.Raw
+	if p.in.Large != nil {
+		// Rare (a large reply to an unconfirmed relay send): it waits, and
+		// is parsed again later, in memory.
+		if raw, err = io.ReadAll(p.in.Large.Reader()); err != nil {
+			return fmt.Errorf("defer message: %w", err)
+		}
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO deferred_messages (inbox_id, address_tag, raw_sha256, raw, trace, envelope, simulated, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		inboxID, nullIfEmpty(tag), p.hash, p.in.Raw, append([]byte{}, p.in.Trace...), string(env), p.in.Simulated, ms(p.in.ReceivedAt))
+		inboxID, nullIfEmpty(tag), p.hash, raw, append([]byte{}, p.in.Trace...), string(env), p.in.Simulated, ms(p.in.ReceivedAt))
 	if err != nil {
 		return fmt.Errorf("defer message: %w", err)
 	}

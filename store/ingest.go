@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -35,13 +37,36 @@ type Target struct {
 
 // Incoming is one received message on its way into the store.
 type Incoming struct {
-	Raw        []byte // exactly as received
+	Raw []byte // exactly as received
+	// Large holds the bytes as received instead of Raw when they are too
+	// large for memory (a spool file); they are stored in chunks.
+	Large      message.Blob
 	Trace      []byte // our Received: header, prepended to the stored raw
 	Parsed     *message.Parsed
 	Envelope   Envelope
 	Targets    []Target
 	ReceivedAt time.Time
 	Simulated  bool
+}
+
+// rawLen is the size of the bytes as received.
+func (in *Incoming) rawLen() int64 {
+	if in.Large != nil {
+		return in.Large.Len()
+	}
+	return int64(len(in.Raw))
+}
+
+// rawHash is the SHA-256 of the bytes as received.
+func (in *Incoming) rawHash() ([]byte, error) {
+	if in.Large == nil {
+		return sha(in.Raw), nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, in.Large.Reader()); err != nil {
+		return nil, fmt.Errorf("hash message: %w", err)
+	}
+	return h.Sum(nil), nil
 }
 
 // Delivered is the outcome of an ingest for one inbox.
@@ -91,8 +116,14 @@ type ingestResult struct {
 // durability rule of SPEC §2). Parsing and preparation happen in the
 // caller's goroutine; the writer goroutine (Run) commits waiting ingests
 // together.
+//
+// The writer may still read in.Large after Ingest returned ctx's error.
 func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
-	req := &ingestReq{p: prepare(in), done: make(chan ingestResult, 1)}
+	hash, err := in.rawHash()
+	if err != nil {
+		return nil, err
+	}
+	req := &ingestReq{p: prepareHashed(in, hash), done: make(chan ingestResult, 1)}
 	select {
 	case db.ingestQ <- req:
 	case <-db.stopped:
@@ -109,8 +140,11 @@ func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 	}
 }
 
-func prepare(in *Incoming) *prepared {
-	p := &prepared{in: in, hash: sha(in.Raw)}
+// prepare prepares an Incoming held in memory (Raw, not Large).
+func prepare(in *Incoming) *prepared { return prepareHashed(in, sha(in.Raw)) }
+
+func prepareHashed(in *Incoming, hash []byte) *prepared {
+	p := &prepared{in: in, hash: hash}
 	m := in.Parsed
 	p.own = thread.OwnID(m.MessageID)
 	if p.own == "" {
@@ -229,12 +263,12 @@ const maxBatchBytes = 32 << 20
 
 func (db *DB) takeBatch(first *ingestReq) []*ingestReq {
 	batch := []*ingestReq{first}
-	size := len(first.p.in.Raw)
+	size := first.p.in.rawLen()
 	for len(batch) < db.maxBatch && size < maxBatchBytes {
 		select {
 		case req := <-db.ingestQ:
 			batch = append(batch, req)
-			size += len(req.p.in.Raw)
+			size += req.p.in.rawLen()
 		default:
 			return batch
 		}
@@ -504,9 +538,12 @@ const (
 			message_id_confirmed, approval_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING rowid`
-	sqlInsertRaw        = `INSERT INTO raw_messages (message_id, trace, data) VALUES (?, ?, ?)`
-	sqlInsertBody       = `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`
-	sqlInsertAttachment = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
+	sqlInsertRaw = `INSERT INTO raw_messages (message_id, trace, data) VALUES (?, ?, ?)`
+
+	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
+	sqlInsertAttachmentChunk = `INSERT INTO attachment_chunks (attachment_id, seq, data) VALUES (?, ?, ?)`
+	sqlInsertBody            = `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`
+	sqlInsertAttachment      = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
 				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEnvelope = `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -540,21 +577,39 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if err := db.queryRow(ctx, tx, sqlInsertMessage,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
-		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, len(p.in.Raw), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
+		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
-	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, append([]byte{}, p.in.Trace...), p.in.Raw); err != nil {
+	raw := p.in.Raw
+	if p.in.Large != nil {
+		raw = []byte{} // the bytes follow in raw_chunks
+	}
+	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, append([]byte{}, p.in.Trace...), raw); err != nil {
 		return Delivered{}, fmt.Errorf("insert raw: %w", err)
+	}
+	if p.in.Large != nil {
+		if err := db.insertChunks(ctx, tx, sqlInsertRawChunk, id, p.in.Large.Reader()); err != nil {
+			return Delivered{}, fmt.Errorf("insert raw: %w", err)
+		}
 	}
 	if _, err := db.exec(ctx, tx, sqlInsertBody,
 		id, nullIf(!m.HasText, m.Text), nullIf(!m.HasHTML, m.HTML), m.ExtractedText); err != nil {
 		return Delivered{}, fmt.Errorf("insert body: %w", err)
 	}
 	for i, a := range m.Attachments {
+		attID, data := db.newID("att_"), a.Data
+		if a.Large != nil {
+			data = []byte{} // the bytes follow in attachment_chunks
+		}
 		if _, err := db.exec(ctx, tx, sqlInsertAttachment,
-			db.newID("att_"), id, i, nullIfEmpty(a.Filename), a.ContentType, a.Disposition, nullIfEmpty(a.ContentID),
-			len(a.Data), a.ScanStatus, a.Data); err != nil {
+			attID, id, i, nullIfEmpty(a.Filename), a.ContentType, a.Disposition, nullIfEmpty(a.ContentID),
+			a.Size, a.ScanStatus, data); err != nil {
 			return Delivered{}, fmt.Errorf("insert attachment: %w", err)
+		}
+		if a.Large != nil {
+			if err := db.insertChunks(ctx, tx, sqlInsertAttachmentChunk, attID, a.Large.Reader()); err != nil {
+				return Delivered{}, fmt.Errorf("insert attachment: %w", err)
+			}
 		}
 	}
 	if r.direction == "inbound" {
@@ -618,4 +673,28 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// chunkSize is the size of one stored chunk of a large blob: small enough
+// that SQLite's copies of a bound value stay small, large enough that a
+// 25 MB message is a hundred rows.
+const chunkSize = 256 << 10
+
+// insertChunks stores everything r yields as numbered chunk rows of owner.
+func (db *DB) insertChunks(ctx context.Context, tx *sql.Tx, query, owner string, r io.Reader) error {
+	buf := make([]byte, chunkSize)
+	for seq := 0; ; seq++ {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, err := db.exec(ctx, tx, query, owner, seq, buf[:n]); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

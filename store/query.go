@@ -291,16 +291,18 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 // blobChunk is how much of a large blob one query reads when streaming.
 const blobChunk = 1 << 20
 
-// streamBlob writes a blob to w in chunks inside one read transaction, so a
-// 25 MB message is never held in memory whole.
-func (db *DB) streamBlob(ctx context.Context, w io.Writer, sizeQuery, chunkQuery string, args ...any) error {
+// streamBlob writes a blob to w inside one read transaction, so a 25 MB
+// message is never held in memory whole: first the row's own data (in
+// chunks, for blobs stored before migration 6 or held in one row), then its
+// chunk rows in order (see migration 0006).
+func (db *DB) streamBlob(ctx context.Context, w io.Writer, table, key, chunkTable, chunkKey string, id string) error {
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var size int64
-	err = tx.QueryRowContext(ctx, sizeQuery, args...).Scan(&size)
+	err = tx.QueryRowContext(ctx, `SELECT length(data) FROM `+table+` WHERE `+key+` = ?`, id).Scan(&size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -309,43 +311,58 @@ func (db *DB) streamBlob(ctx context.Context, w io.Writer, sizeQuery, chunkQuery
 	}
 	var buf []byte
 	for off := int64(0); off < size; off += blobChunk {
-		if err := tx.QueryRowContext(ctx, chunkQuery, append([]any{off + 1, blobChunk}, args...)...).Scan(&buf); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT substr(data, ?, ?) FROM `+table+` WHERE `+key+` = ?`, off+1, blobChunk, id).Scan(&buf); err != nil {
 			return err
 		}
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
 	}
-	return nil
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM `+chunkTable+` WHERE `+chunkKey+` = ? ORDER BY seq`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(&buf); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // WriteRaw streams the stored raw message to w; a deleted message is not
 // found.
 func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error {
-	// The trace header first (small), then the bytes as received in chunks.
-	var trace []byte
-	err := db.r.QueryRowContext(ctx, `SELECT r.trace FROM raw_messages r JOIN messages m ON m.id = r.message_id
-		WHERE r.message_id = ? AND m.deleted_at IS NULL`, messageID).Scan(&trace)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
-	}
-	if err == nil && len(trace) > 0 {
-		_, err = w.Write(trace)
-	}
-	if err == nil {
-		err = db.streamBlob(ctx, w, `SELECT length(data) FROM raw_messages WHERE message_id = ?`,
-			`SELECT substr(data, ?, ?) FROM raw_messages WHERE message_id = ?`, messageID)
-	}
-	if err != nil {
+	if err := db.writeRaw(ctx, w, messageID, false); err != nil {
 		return fmt.Errorf("raw %s: %w", messageID, err)
 	}
 	return nil
 }
 
+// writeRaw writes the trace header (small), then the bytes as received.
+func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
+	var trace []byte
+	err := db.r.QueryRowContext(ctx, `SELECT r.trace FROM raw_messages r JOIN messages m ON m.id = r.message_id
+		WHERE r.message_id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&trace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err == nil && len(trace) > 0 {
+		_, err = w.Write(trace)
+	}
+	if err != nil {
+		return err
+	}
+	return db.streamBlob(ctx, w, "raw_messages", "message_id", "raw_chunks", "message_id", messageID)
+}
+
 // WriteAttachment streams an attachment's decoded bytes to w.
 func (db *DB) WriteAttachment(ctx context.Context, w io.Writer, attachmentID string) error {
-	err := db.streamBlob(ctx, w, `SELECT length(data) FROM attachments WHERE id = ?`,
-		`SELECT substr(data, ?, ?) FROM attachments WHERE id = ?`, attachmentID)
+	err := db.streamBlob(ctx, w, "attachments", "id", "attachment_chunks", "attachment_id", attachmentID)
 	if err != nil {
 		return fmt.Errorf("attachment %s: %w", attachmentID, err)
 	}

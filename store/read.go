@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -108,15 +109,11 @@ func (db *DB) ThreadMessages(ctx context.Context, threadID string) ([]Message, e
 // Raw returns the stored raw message (trace header plus the bytes as
 // received).
 func (db *DB) Raw(ctx context.Context, messageID string) ([]byte, error) {
-	var raw []byte
-	err := db.r.QueryRowContext(ctx, `SELECT coalesce(trace, x'') || data FROM raw_messages WHERE message_id = ?`, messageID).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("raw %s: %w", messageID, ErrNotFound)
+	var buf bytes.Buffer
+	if err := db.writeRaw(ctx, &buf, messageID, true); err != nil {
+		return nil, fmt.Errorf("raw %s: %w", messageID, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("raw: %w", err)
-	}
-	return raw, nil
+	return buf.Bytes(), nil
 }
 
 // Body is a message's parsed body.

@@ -1,4 +1,4 @@
--- user_version = 5
+-- user_version = 6
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -79,6 +79,14 @@ CREATE TABLE approvals (
 	reason       TEXT,
 	message_id   TEXT,
 	thread_id    TEXT
+) STRICT;
+
+-- table attachment_chunks
+CREATE TABLE attachment_chunks (
+	attachment_id TEXT NOT NULL REFERENCES attachments(id) ON DELETE CASCADE,
+	seq           INTEGER NOT NULL,
+	data          BLOB NOT NULL,
+	PRIMARY KEY (attachment_id, seq)
 ) STRICT;
 
 -- table attachments
@@ -245,6 +253,14 @@ CREATE TABLE projects (
 	id         TEXT PRIMARY KEY,
 	name       TEXT NOT NULL,
 	created_at INTEGER NOT NULL
+) STRICT;
+
+-- table raw_chunks
+CREATE TABLE raw_chunks (
+	message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	seq        INTEGER NOT NULL,
+	data       BLOB NOT NULL,
+	PRIMARY KEY (message_id, seq)
 ) STRICT;
 
 -- table raw_messages
