@@ -51,6 +51,9 @@ type Message struct {
 	References []string  // oldest first, without angle brackets
 	Size       int       // approximate size of the whole message in bytes
 	Attachment bool      // add an attachment taking about half of Size
+	// AttachmentBytes, when > 0, is the attachment's exact decoded size
+	// (implies Attachment); Size then bounds the rest of the message.
+	AttachmentBytes int
 }
 
 // wordTable holds word indexes in proportion to a Zipf distribution
@@ -83,7 +86,7 @@ func Subject(rng *rand.Rand) string {
 // Build returns the message's bytes, with CRLF line endings.
 func Build(m Message, rng *rand.Rand) []byte {
 	var b bytes.Buffer
-	b.Grow(m.Size + 1024)
+	b.Grow(m.Size + m.AttachmentBytes*14/10 + 1024)
 	from := senders[rng.IntN(len(senders))]
 	fmt.Fprintf(&b, "From: %s\r\n", address(from.name, from.email))
 	fmt.Fprintf(&b, "To: %s\r\n", m.To)
@@ -101,9 +104,13 @@ func Build(m Message, rng *rand.Rand) []byte {
 	}
 	b.WriteString("MIME-Version: 1.0\r\n")
 	budget := m.Size - b.Len() - 400 // the MIME headers below
-	if m.Attachment {
-		b.WriteString("Content-Type: multipart/mixed; boundary=\"=_mix\"\r\n\r\n--=_mix\r\n")
+	attach := m.AttachmentBytes
+	if m.Attachment && attach == 0 {
 		budget /= 2
+		attach = max(budget, 512) * 3 / 4
+	}
+	if attach > 0 {
+		b.WriteString("Content-Type: multipart/mixed; boundary=\"=_mix\"\r\n\r\n--=_mix\r\n")
 	}
 	var quoted string // goes into both parts, like the new text
 	if m.InReplyTo != "" {
@@ -127,8 +134,8 @@ func Build(m Message, rng *rand.Rand) []byte {
 		b.WriteString("</p>\r\n")
 	}
 	b.WriteString("</body></html>\r\n--=_alt--\r\n")
-	if m.Attachment {
-		raw := make([]byte, max(budget, 512)*3/4)
+	if attach > 0 {
+		raw := make([]byte, attach)
 		for i := range raw {
 			raw[i] = byte(rng.Uint32())
 		}

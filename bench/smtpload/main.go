@@ -38,12 +38,12 @@ import (
 const SentHeader = "X-Inboxd-Bench-Sent"
 
 type config struct {
-	addr, rcpt, from, jsonPath string
-	n, c, size, refs           int
-	duration                   time.Duration
-	reuse                      bool
-	replyShare, attachRate     float64
-	seed                       uint64
+	addr, rcpt, from, jsonPath    string
+	n, c, size, refs, attachBytes int
+	duration                      time.Duration
+	reuse                         bool
+	replyShare, attachRate        float64
+	seed                          uint64
 }
 
 func main() {
@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&cfg.reuse, "reuse", true, "keep connections open across messages (false: one connection per message)")
 	fs.Float64Var(&cfg.replyShare, "reply-share", 0.5, "share of messages that reply to an earlier one")
 	fs.Float64Var(&cfg.attachRate, "attach-rate", 0.1, "share of messages with an attachment")
+	fs.IntVar(&cfg.attachBytes, "attach-bytes", 0, "decoded size of every attachment (0: about half of -size)")
 	fs.IntVar(&cfg.refs, "refs", 0, "extra mailing-list ids in every message's References")
 	fs.StringVar(&cfg.rcpt, "rcpt", "inbox@localhost", "recipient address")
 	fs.StringVar(&cfg.from, "from", "load@example.com", "envelope sender")
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Wait()
 	rep := l.rec.Report("smtpload", map[string]any{
 		"addr": cfg.addr, "n": cfg.n, "c": cfg.c, "size": cfg.size, "duration": cfg.duration.String(),
-		"reuse": cfg.reuse, "reply_share": cfg.replyShare, "attach_rate": cfg.attachRate, "refs": cfg.refs,
+		"reuse": cfg.reuse, "reply_share": cfg.replyShare, "attach_rate": cfg.attachRate, "attach_bytes": cfg.attachBytes, "refs": cfg.refs,
 	}, time.Since(start))
 	if err := rep.WriteText(stdout); err != nil {
 		return err
@@ -150,6 +151,9 @@ func (l *loader) compose(i int64, rng *rand.Rand) (sent, []byte) {
 		Date:       time.Now(),
 		Size:       l.cfg.size,
 		Attachment: rng.Float64() < l.cfg.attachRate,
+	}
+	if m.Attachment {
+		m.AttachmentBytes = l.cfg.attachBytes
 	}
 	for r := range l.cfg.refs {
 		// Shared by every 50th message, like a long mailing-list thread
