@@ -205,7 +205,7 @@ func scanKey(row interface{ Scan(...any) error }, extra ...any) (Key, error) {
 func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
 	h := sha([]byte(token))
 	var stored []byte
-	k, err := scanKey(db.r.QueryRowContext(ctx, `SELECT `+keyColumns+`, token_hash FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL`, h), &stored)
+	k, err := scanKey(db.readRow(ctx, `SELECT `+keyColumns+`, token_hash FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL`, h), &stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, ErrNotFound
 	}

@@ -354,12 +354,8 @@ func (db *DB) DeliveriesOf(ctx context.Context, messageIDs []string) (map[string
 	if len(messageIDs) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(messageIDs))
-	for i, id := range messageIDs {
-		args[i] = id
-	}
-	rows, err := db.r.QueryContext(ctx, `SELECT message_id, email, type, status, smtp_code, smtp_message FROM deliveries
-		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`) ORDER BY message_id, id`, args...)
+	rows, err := db.readQuery(ctx, `SELECT message_id, email, type, status, smtp_code, smtp_message FROM deliveries
+		WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, id`, jsonStrings(messageIDs))
 	if err != nil {
 		return nil, fmt.Errorf("deliveries: %w", err)
 	}

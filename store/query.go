@@ -38,7 +38,7 @@ func (db *DB) CursorSecret(ctx context.Context) ([]byte, error) {
 
 // GetInbox returns one inbox of a project.
 func (db *DB) GetInbox(ctx context.Context, projectID, inboxID string) (Inbox, error) {
-	ib, err := scanInbox(db.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID))
+	ib, err := scanInbox(db.readRow(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Inbox{}, fmt.Errorf("inbox %s: %w", inboxID, ErrNotFound)
 	}
@@ -102,7 +102,7 @@ func scanThread(row interface{ Scan(...any) error }) (Thread, error) {
 
 // GetThread returns one thread of an inbox.
 func (db *DB) GetThread(ctx context.Context, inboxID, threadID string) (Thread, error) {
-	t, err := scanThread(db.r.QueryRowContext(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ? AND t.inbox_id = ?`, threadID, inboxID))
+	t, err := scanThread(db.readRow(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ? AND t.inbox_id = ?`, threadID, inboxID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Thread{}, fmt.Errorf("thread %s: %w", threadID, ErrNotFound)
 	}
@@ -244,11 +244,7 @@ func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
 }
 
 func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
-	st, err := db.readStmt(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	rows, err := st.QueryContext(ctx, args...)
+	rows, err := db.readQuery(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -49,6 +49,12 @@ func (db *DB) query(ctx context.Context, tx *sql.Tx, query string, args ...any) 
 // use (database/sql re-prepares it per connection as needed). Preparing
 // was a tenth of a thread page's CPU.
 func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	db.readMu.RLock()
+	s, ok := db.readStmts[query]
+	db.readMu.RUnlock()
+	if ok {
+		return s, nil
+	}
 	db.readMu.Lock()
 	defer db.readMu.Unlock()
 	if s, ok := db.readStmts[query]; ok {
@@ -60,4 +66,24 @@ func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	db.readStmts[query] = s
 	return s, nil
+}
+
+// readRow is QueryRowContext on the read pool through query's prepared
+// statement.
+func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := db.readStmt(ctx, query)
+	if err != nil {
+		return db.r.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// readQuery is QueryContext on the read pool through query's prepared
+// statement.
+func (db *DB) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := db.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
 }

@@ -81,7 +81,7 @@ type DB struct {
 
 	stmts map[string]*sql.Stmt
 
-	readMu    sync.Mutex
+	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
 
 	changeMu sync.Mutex
