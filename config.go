@@ -14,8 +14,10 @@ type Config struct {
 	Data     string
 	SMTPAddr string
 	HTTPAddr string
-	Hostname string
-	Fsync    bool
+	// DebugAddr serves net/http/pprof when set; off by default.
+	DebugAddr string
+	Hostname  string
+	Fsync     bool
 
 	MaxMessageSize     int64
 	MaxRecipients      int
@@ -91,6 +93,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Data, "data", "./inboxd-data", "data directory (holds inboxd.db and admin.key)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", "127.0.0.1:1025", "SMTP listen address (port 0 picks a free port)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
 	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
 	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -255,7 +256,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	start := func(name string, fn func() error) {
 		wg.Go(func() {
 			if err := fn(); err != nil {
@@ -278,6 +279,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return nil
 	})
+	var debugSrv *http.Server
+	if c.DebugAddr != "" {
+		debugLn, err := net.Listen("tcp", c.DebugAddr)
+		if err != nil {
+			return fmt.Errorf("debug listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		start("debug", func() error {
+			if err := debugSrv.Serve(debugLn); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		log.Info("pprof", "addr", debugLn.Addr().String())
+	}
 	log.Info("inboxd started", "version", version, "smtp", smtpLn.Addr().String(), "http", httpLn.Addr().String(),
 		"data", c.Data, "project", project.ID)
 
@@ -298,6 +318,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	smtpLn.Close()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("http shutdown", "err", err)
+	}
+	if debugSrv != nil {
+		debugSrv.Close()
 	}
 	stopWorker()
 	wg.Wait()

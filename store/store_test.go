@@ -240,9 +240,11 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <g%d@x>\r\nSubject: %d\r\n\r\nx\r\n", i, i))
+			in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <g%d@x>\r\nSubject: %d\r\n\r\nword%d\r\n", i, i, i))
 			if i%10 == 0 {
-				in.Targets = []Target{{InboxID: "ibx_missing"}} // violates the foreign key
+				// The first copy is written, the second violates the
+				// foreign key: the savepoint must undo the first.
+				in.Targets = append(in.Targets, Target{InboxID: "ibx_missing"})
 			}
 			_, errs[i] = db.Ingest(ctx, in)
 		})
@@ -256,6 +258,17 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	msgs, err := db.InboxMessages(ctx, b.Inbox.ID)
 	if err != nil || len(msgs) != n-n/10 {
 		t.Fatalf("stored %d, want %d (%v)", len(msgs), n-n/10, err)
+	}
+	// The full-text rows (written after the savepoints) follow the same
+	// outcome: one per stored message, none for a failed one.
+	for i := range n {
+		var rows int
+		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?`, fmt.Sprintf("word%d", i)).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 1}[i%10 == 0]; rows != want {
+			t.Errorf("message %d has %d full-text rows, want %d", i, rows, want)
+		}
 	}
 }
 
