@@ -330,7 +330,7 @@ func (db *DB) ListInboxes(ctx context.Context, projectID string) ([]Inbox, error
 
 // InboxByAddress finds an inbox by its address, case-insensitively.
 func (db *DB) InboxByAddress(ctx context.Context, address string) (Inbox, error) {
-	ib, err := scanInbox(db.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, address))
+	ib, err := scanInbox(db.readRow(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, address))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Inbox{}, fmt.Errorf("inbox %s: %w", address, ErrNotFound)
 	}

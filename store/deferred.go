@@ -22,11 +22,16 @@ const resolveInterval = 15 * time.Second
 
 // hasUnconfirmedOutbound reports whether the inbox has an outbound message,
 // created within the window, whose final Message-ID is not confirmed.
+// Run for every ingest, so prepared (hotQueries).
+const (
+	sqlUnconfirmedOutbound = `SELECT count(*) FROM messages
+		WHERE inbox_id = ? AND direction = 'outbound' AND message_id_confirmed = 0 AND created_at > ?`
+	sqlDeferredDuplicate = `SELECT count(*) FROM deferred_messages WHERE inbox_id = ? AND raw_sha256 = ?`
+)
+
 func (db *DB) hasUnconfirmedOutbound(ctx context.Context, tx *sql.Tx, inboxID string) (bool, error) {
 	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages
-		WHERE inbox_id = ? AND direction = 'outbound' AND message_id_confirmed = 0 AND created_at > ?`,
-		inboxID, ms(db.now().Add(-DeferWindow))).Scan(&n)
+	err := db.queryRow(ctx, tx, sqlUnconfirmedOutbound, inboxID, ms(db.now().Add(-DeferWindow))).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("find unconfirmed outbound: %w", err)
 	}
@@ -35,9 +40,9 @@ func (db *DB) hasUnconfirmedOutbound(ctx context.Context, tx *sql.Tx, inboxID st
 
 // isDeferredDuplicate reports whether the same bytes already wait in the
 // inbox's deferred queue (an SMTP retry of a deferred message).
-func isDeferredDuplicate(ctx context.Context, tx *sql.Tx, inboxID string, hash []byte) (bool, error) {
+func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, inboxID string, hash []byte) (bool, error) {
 	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM deferred_messages WHERE inbox_id = ? AND raw_sha256 = ?`, inboxID, hash).Scan(&n)
+	err := db.queryRow(ctx, tx, sqlDeferredDuplicate, inboxID, hash).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("find deferred duplicate: %w", err)
 	}

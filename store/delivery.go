@@ -151,7 +151,7 @@ func (db *DB) ReleaseClaims(ctx context.Context) error {
 // NextDeliveryAt returns when the earliest waiting delivery is due.
 func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	if err := db.r.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&next); err != nil {
+	if err := db.readRow(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next delivery: %w", err)
 	}
 	return fromMS(next.Int64), next.Valid, nil
@@ -318,7 +318,7 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
 			p := prepare(in)
-			dup, err := isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
+			dup, err := db.isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
 			if err != nil {
 				return err
 			}
@@ -355,7 +355,7 @@ func (db *DB) DeliveriesOf(ctx context.Context, messageIDs []string) (map[string
 		return out, nil
 	}
 	rows, err := db.readQuery(ctx, `SELECT message_id, email, type, status, smtp_code, smtp_message FROM deliveries
-		WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, id`, jsonStrings(messageIDs))
+		WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, id`, stringsJSON(messageIDs))
 	if err != nil {
 		return nil, fmt.Errorf("deliveries: %w", err)
 	}

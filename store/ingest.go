@@ -347,7 +347,7 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			continue
 		}
 		seen[inboxID] = true
-		dup, err := isDeferredDuplicate(ctx, tx, inboxID, p.hash)
+		dup, err := db.isDeferredDuplicate(ctx, tx, inboxID, p.hash)
 		if err != nil {
 			return nil, err
 		}
@@ -571,7 +571,7 @@ const (
 )
 
 // hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryEmail, sqlDeliveryMessage, sqlOutboundRaw, sqlParentThread, sqlInsertDelivery, sqlInboxScope, sqlInsertEvent, sqlEndpointsFor, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS}
+var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryEmail, sqlDeliveryMessage, sqlOutboundRaw, sqlParentThread, sqlInsertDelivery, sqlInboxScope, sqlInsertEvent, sqlEndpointsFor, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed

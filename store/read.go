@@ -157,12 +157,6 @@ func (db *DB) Attachments(ctx context.Context, messageID string) ([]Attachment, 
 const sqlAttachmentsOf = `SELECT message_id, id, coalesce(filename, ''), content_type, disposition, coalesce(content_id, ''),
 	scan_status, bytes FROM attachments WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, position`
 
-// jsonStrings encodes ids as a JSON list for json_each.
-func jsonStrings(ids []string) string {
-	b, _ := json.Marshal(ids)
-	return string(b)
-}
-
 // AttachmentsOf lists the attachments of several messages in one query
 // (for list pages), by message id, each in part order.
 func (db *DB) AttachmentsOf(ctx context.Context, messageIDs []string) (map[string][]Attachment, error) {
@@ -170,7 +164,7 @@ func (db *DB) AttachmentsOf(ctx context.Context, messageIDs []string) (map[strin
 	if len(messageIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.readQuery(ctx, sqlAttachmentsOf, jsonStrings(messageIDs))
+	rows, err := db.readQuery(ctx, sqlAttachmentsOf, stringsJSON(messageIDs))
 	if err != nil {
 		return nil, fmt.Errorf("attachments: %w", err)
 	}

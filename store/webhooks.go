@@ -411,7 +411,7 @@ func (db *DB) NextWebhookAt(ctx context.Context, perEndpoint int, busy map[strin
 		}
 	}
 	var next sql.NullInt64
-	err := db.r.QueryRowContext(ctx, `SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+	err := db.readRow(ctx, `SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
 		WHERE d.next_attempt_at IS NOT NULL AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?))`,
 		stringsJSON(full)).Scan(&next)
 	if err != nil {
