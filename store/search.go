@@ -11,10 +11,15 @@ import (
 // text would be one giant token; every CJK character is made a token of its
 // own, and a query for "東京" becomes the phrase "東 京" (SPEC §5.5).
 func searchText(s string) string {
+	first := strings.IndexFunc(s, isCJK)
+	if first < 0 {
+		return s // most mail: nothing to split, nothing to copy
+	}
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/4)
+	b.WriteString(s[:first])
 	prevCJK := false
-	for _, r := range s {
+	for _, r := range s[first:] {
 		cjk := isCJK(r)
 		if cjk || prevCJK {
 			b.WriteByte(' ')
@@ -26,6 +31,9 @@ func searchText(s string) string {
 }
 
 func isCJK(r rune) bool {
+	if r < 0x1100 { // below Hangul Jamo, the first of these scripts
+		return false
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/inboxd/inboxd/message"
 )
@@ -293,6 +294,15 @@ func TestSearchText(t *testing.T) {
 	} {
 		if got := searchText(in); got != want {
 			t.Errorf("searchText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// isCJK's fast path agrees with the Unicode tables below U+1100.
+func TestIsCJKFastPath(t *testing.T) {
+	for r := rune(0); r < 0x1100; r++ {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
+			t.Fatalf("%U is CJK below the fast-path bound", r)
 		}
 	}
 }
