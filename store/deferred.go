@@ -127,7 +127,7 @@ func (db *DB) resolveDeferredTx(ctx context.Context, tx *sql.Tx, inboxID string)
 		r.in.ReceivedAt = fromMS(r.received)
 		r.in.Parsed = message.Parse(r.in.Raw)
 		expired := now.Sub(r.in.ReceivedAt) >= DeferWindow
-		d, err := db.storeInbound(ctx, tx, prepare(&r.in), r.inboxID, r.tag.String, !expired)
+		d, err := db.storeInbound(ctx, tx, db.prepare(&r.in), r.inboxID, r.tag.String, !expired)
 		if err != nil {
 			return nil, err
 		}

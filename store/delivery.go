@@ -317,7 +317,7 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
-			p := prepare(in)
+			p := db.prepare(in)
 			dup, err := db.isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
 			if err != nil {
 				return err

@@ -95,6 +95,7 @@ type prepared struct {
 	candidates []thread.Candidate
 	cols       messageColumns
 	fts        [3]string
+	body       []byte // bodies.packed (body.go)
 	// deferFTS asks insertMessage to leave the full-text rows (ftsRows) to
 	// the caller; see commitBatch.
 	deferFTS bool
@@ -127,7 +128,7 @@ func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &ingestReq{p: prepareHashed(in, hash), done: make(chan ingestResult, 1)}
+	req := &ingestReq{p: db.prepareHashed(in, hash), done: make(chan ingestResult, 1)}
 	select {
 	case db.ingestQ <- req:
 	case <-db.stopped:
@@ -145,10 +146,10 @@ func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 }
 
 // prepare prepares an Incoming held in memory (Raw, not Large).
-func prepare(in *Incoming) *prepared { return prepareHashed(in, sha(in.Raw)) }
+func (db *DB) prepare(in *Incoming) *prepared { return db.prepareHashed(in, sha(in.Raw)) }
 
-func prepareHashed(in *Incoming, hash []byte) *prepared {
-	p := &prepared{in: in, hash: hash}
+func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
+	p := &prepared{in: in, hash: hash, body: db.bodies.pack(in.Parsed)}
 	m := in.Parsed
 	p.own = thread.OwnID(m.MessageID)
 	if p.own == "" {
@@ -561,7 +562,7 @@ const (
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
 	sqlInsertAttachmentChunk = `INSERT INTO attachment_chunks (attachment_id, seq, data) VALUES (?, ?, ?)`
-	sqlInsertBody            = `INSERT INTO bodies (message_id, text, html, extracted_text) VALUES (?, ?, ?, ?)`
+	sqlInsertBody            = `INSERT INTO bodies (message_id, packed) VALUES (?, ?)`
 	sqlInsertAttachment      = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
 				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEnvelope = `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
@@ -611,8 +612,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 			return Delivered{}, fmt.Errorf("insert raw: %w", err)
 		}
 	}
-	if _, err := db.exec(ctx, tx, sqlInsertBody,
-		id, nullIf(!m.HasText, m.Text), nullIf(!m.HasHTML, m.HTML), m.ExtractedText); err != nil {
+	if _, err := db.exec(ctx, tx, sqlInsertBody, id, p.body); err != nil {
 		return Delivered{}, fmt.Errorf("insert body: %w", err)
 	}
 	for i, a := range m.Attachments {
@@ -684,13 +684,6 @@ const sqlDropLink = `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_mess
 
 func nullIfEmpty(s string) any {
 	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullIf(cond bool, s string) any {
-	if cond {
 		return nil
 	}
 	return s

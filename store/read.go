@@ -129,13 +129,22 @@ type Body struct {
 // GetBody returns a message's parsed body.
 func (db *DB) GetBody(ctx context.Context, messageID string) (Body, error) {
 	var b Body
-	err := db.r.QueryRowContext(ctx, `SELECT text, html, extracted_text FROM bodies WHERE message_id = ?`, messageID).
-		Scan(&b.Text, &b.HTML, &b.ExtractedText)
+	var extracted sql.NullString
+	var packed []byte
+	err := db.r.QueryRowContext(ctx, `SELECT text, html, extracted_text, packed FROM bodies WHERE message_id = ?`, messageID).
+		Scan(&b.Text, &b.HTML, &extracted, &packed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Body{}, fmt.Errorf("body %s: %w", messageID, ErrNotFound)
 	}
 	if err != nil {
 		return Body{}, fmt.Errorf("body: %w", err)
+	}
+	if packed == nil { // stored before migration 0007
+		b.ExtractedText = extracted.String
+		return b, nil
+	}
+	if b, err = db.bodies.unpack(packed); err != nil {
+		return Body{}, fmt.Errorf("body %s: %w", messageID, err)
 	}
 	return b, nil
 }

@@ -140,7 +140,7 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 // delivery per recipient.
 func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID string) (SendResult, error) {
 	now := db.now()
-	p := prepare(&Incoming{Raw: o.Raw, Parsed: message.Parse(o.Raw), ReceivedAt: now})
+	p := db.prepare(&Incoming{Raw: o.Raw, Parsed: message.Parse(o.Raw), ReceivedAt: now})
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
 		if err := db.queryRow(ctx, tx, sqlParentThread, o.ParentID, o.InboxID).Scan(&threadID); err != nil {

@@ -81,6 +81,8 @@ type DB struct {
 
 	stmts map[string]*sql.Stmt
 
+	bodies bodyPacker
+
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
 
@@ -140,6 +142,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
 		stmts:   map[string]*sql.Stmt{},
+		bodies:  newBodyPacker(),
 
 		readStmts: map[string]*sql.Stmt{},
 

@@ -1,4 +1,4 @@
--- user_version = 6
+-- user_version = 7
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -109,7 +109,7 @@ CREATE TABLE bodies (
 	text           TEXT,
 	html           TEXT,
 	extracted_text TEXT
-) STRICT;
+, packed BLOB) STRICT;
 
 -- table deferred_messages
 CREATE TABLE deferred_messages (
