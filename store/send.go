@@ -88,6 +88,12 @@ type SendResult struct {
 // pending approval when held) and the idempotency answer, all in one
 // transaction.
 func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	var p *prepared
+	if !req.Hold {
+		// Parsed here, in the caller's goroutine, not while holding the
+		// single writer connection.
+		p = db.prepareOutgoing(req.Out.Raw)
+	}
 	var res SendResult
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		if req.Idempotency != nil {
@@ -114,7 +120,7 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 		if req.Hold {
 			res, err = db.holdTx(ctx, tx, req.Out)
 		} else {
-			res, err = db.queueTx(ctx, tx, req.Out, "")
+			res, err = db.queueTx(ctx, tx, req.Out, p, "")
 		}
 		if err != nil {
 			return err
@@ -136,11 +142,17 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 	return res, nil
 }
 
-// queueTx stores the outbound message in its thread and queues one
-// delivery per recipient.
-func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, approvalID string) (SendResult, error) {
+// prepareOutgoing parses a composed message and computes its columns and
+// packed body; it needs no database, so callers run it before taking the
+// writer.
+func (db *DB) prepareOutgoing(raw []byte) *prepared {
+	return db.prepare(&Incoming{Raw: raw, Parsed: message.Parse(raw)})
+}
+
+// queueTx stores the outbound message (p, prepared from o.Raw) in its
+// thread and queues one delivery per recipient.
+func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, approvalID string) (SendResult, error) {
 	now := db.now()
-	p := db.prepare(&Incoming{Raw: o.Raw, Parsed: message.Parse(o.Raw), ReceivedAt: now})
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
 		if err := db.queryRow(ctx, tx, sqlParentThread, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
@@ -356,7 +368,7 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 			return fmt.Errorf("draft: %w", err)
 		}
 		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
-			Recipients: d.Recipients, Confirmed: d.Confirmed}, approvalID)
+			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), approvalID)
 		if err != nil {
 			return err
 		}
