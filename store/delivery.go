@@ -42,6 +42,11 @@ const (
 	sqlParentThread    = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
 	sqlInsertDelivery  = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
+				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
+			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
+	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 )
 
 // ClaimDeliveries marks up to limit due relay deliveries as sending and
@@ -53,10 +58,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	var out []Claimed
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
-				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
-			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
-			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`, ms(now), ms(now.Add(lease)), limit)
+		rows, err := db.query(ctx, tx, sqlClaimRelay, ms(now), ms(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
@@ -240,7 +242,7 @@ func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, strin
 
 func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
 	return resolveRecipient(address, func(a string) (Inbox, error) {
-		ib, err := scanInbox(tx.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, a))
+		ib, err := scanInbox(db.queryRow(ctx, tx, sqlInboxByAddress, a))
 		if errors.Is(err, sql.ErrNoRows) {
 			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
 		}

@@ -84,6 +84,14 @@ type SendResult struct {
 	Replayed bool
 }
 
+// The idempotency statements of Send, prepared at Open.
+const (
+	sqlFindIdempotencyKey = `SELECT request_hash, status, response, created_at FROM idempotency_keys
+		WHERE project_id = ? AND key = ?`
+	sqlInsertIdempotencyKey = `INSERT INTO idempotency_keys (project_id, key, request_hash, status, response, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`
+)
+
 // Send stores an outbound message with its deliveries (or a draft and a
 // pending approval when held) and the idempotency answer, all in one
 // transaction.
@@ -100,8 +108,7 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 			var hash, body []byte
 			var status int
 			var created int64
-			err := tx.QueryRowContext(ctx, `SELECT request_hash, status, response, created_at FROM idempotency_keys
-				WHERE project_id = ? AND key = ?`, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
+			err := db.queryRow(ctx, tx, sqlFindIdempotencyKey, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
 			switch {
 			case err == nil:
 				if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
@@ -129,8 +136,7 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 			return err
 		}
 		if req.Idempotency != nil {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (project_id, key, request_hash, status, response, created_at)
-				VALUES (?, ?, ?, ?, ?, ?)`, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
+			if _, err := db.exec(ctx, tx, sqlInsertIdempotencyKey, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
 				return fmt.Errorf("store idempotency key: %w", err)
 			}
 		}
