@@ -94,56 +94,189 @@ const (
 
 // Send stores an outbound message with its deliveries (or a draft and a
 // pending approval when held) and the idempotency answer, all in one
-// transaction.
+// transaction, and returns once it has committed.
+//
+// Concurrent sends share commits (group commit, as Ingest does): each
+// waiting send joins a queue, and whichever caller holds the leader token
+// stores every queued send in one transaction, each under its own
+// savepoint, so one send's failure does not fail the others. One fsync
+// then acknowledges them all; before the batch commits none is answered.
 func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	var p *prepared
+	r := &sendReq{ctx: ctx, req: req, done: make(chan struct{})}
 	if !req.Hold {
 		// Parsed here, in the caller's goroutine, not while holding the
 		// single writer connection.
-		p = db.prepareOutgoing(req.Out.Raw)
+		r.p = db.prepareOutgoing(req.Out.Raw)
 	}
-	var res SendResult
+	db.sendMu.Lock()
+	db.sendQ = append(db.sendQ, r)
+	db.sendMu.Unlock()
+	for {
+		select {
+		case <-r.done:
+			return r.result()
+		default:
+		}
+		select {
+		case <-r.done:
+			return r.result()
+		case db.sendLeader <- struct{}{}:
+			db.commitSends(ctx)
+		case <-ctx.Done():
+			if db.dropSend(r) {
+				return SendResult{}, fmt.Errorf("send: %w", ctx.Err())
+			}
+			// A leader has taken it: its outcome is a transaction away.
+			<-r.done
+			return r.result()
+		}
+	}
+}
+
+// sendReq is one Send waiting for a group commit.
+type sendReq struct {
+	ctx  context.Context
+	req  SendRequest
+	p    *prepared // nil when held
+	res  SendResult
+	err  error
+	done chan struct{} // closed once res and err are final
+}
+
+func (r *sendReq) result() (SendResult, error) {
+	if r.err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", r.err)
+	}
+	return r.res, nil
+}
+
+// dropSend removes r from the queue if no leader has taken it yet.
+func (db *DB) dropSend(r *sendReq) bool {
+	db.sendMu.Lock()
+	defer db.sendMu.Unlock()
+	for i, q := range db.sendQ {
+		if q == r {
+			db.sendQ = append(db.sendQ[:i], db.sendQ[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// takeSends removes up to maxBatch queued sends (and at most
+// maxBatchBytes of raw, beyond the first) from the queue.
+func (db *DB) takeSends() []*sendReq {
+	db.sendMu.Lock()
+	defer db.sendMu.Unlock()
+	n, size := 0, 0
+	for n < len(db.sendQ) && n < db.maxBatch && (n == 0 || size < maxBatchBytes) {
+		size += len(db.sendQ[n].req.Out.Raw)
+		n++
+	}
+	batch := db.sendQ[:n:n]
+	db.sendQ = append([]*sendReq(nil), db.sendQ[n:]...)
+	return batch
+}
+
+// commitSends runs as the holder of the leader token: it stores a batch of
+// queued sends in one transaction and answers them once it has committed.
+// The sends left queued (beyond the batch's bounds, or queued meanwhile)
+// are still waited on by their callers, one of which leads next.
+func (db *DB) commitSends(ctx context.Context) {
+	var batch []*sendReq
+	defer func() {
+		// Also on a panic: no caller waits forever, and the token is free.
+		for _, r := range batch {
+			select {
+			case <-r.done:
+			default:
+				r.res, r.err = SendResult{}, errors.New("send batch aborted")
+				close(r.done)
+			}
+		}
+		<-db.sendLeader
+	}()
+	db.sendMu.Lock()
+	empty := len(db.sendQ) == 0
+	db.sendMu.Unlock()
+	if empty {
+		return // an earlier leader took ours
+	}
+	// One caller's cancellation must not abort the others' transaction;
+	// each send's own context is checked before it starts.
+	ctx = context.WithoutCancel(ctx)
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		if req.Idempotency != nil {
-			var hash, body []byte
-			var status int
-			var created int64
-			err := db.queryRow(ctx, tx, sqlFindIdempotencyKey, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
-			switch {
-			case err == nil:
-				if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
-					return ErrIdempotencyExpired
+		// Taken once the writer is ours: sends that queued while we waited
+		// for it join this commit.
+		batch = db.takeSends()
+		for _, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+				continue
+			}
+			if _, err := db.exec(ctx, tx, `SAVEPOINT send`); err != nil {
+				return err
+			}
+			if r.res, r.err = db.sendTx(ctx, tx, r.req, r.p); r.err != nil {
+				r.res = SendResult{}
+				if _, err := db.exec(ctx, tx, `ROLLBACK TO send`); err != nil {
+					return err
 				}
-				if subtle.ConstantTimeCompare(hash, req.Idempotency.Hash) != 1 {
-					return ErrIdempotencyConflict
-				}
-				res = SendResult{Status: status, Body: body, Replayed: true}
-				return nil
-			case !errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("find idempotency key: %w", err)
+			}
+			if _, err := db.exec(ctx, tx, `RELEASE send`); err != nil {
+				return err
 			}
 		}
-		var err error
-		if req.Hold {
-			res, err = db.holdTx(ctx, tx, req.Out)
-		} else {
-			res, err = db.queueTx(ctx, tx, req.Out, p, "")
-		}
-		if err != nil {
-			return err
-		}
-		if res.Status, res.Body, err = req.Answer(res); err != nil {
-			return err
-		}
-		if req.Idempotency != nil {
-			if _, err := db.exec(ctx, tx, sqlInsertIdempotencyKey, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
-				return fmt.Errorf("store idempotency key: %w", err)
-			}
+		if db.failNext != nil {
+			return db.failNext()
 		}
 		return nil
 	})
+	for _, r := range batch {
+		if err != nil && r.err == nil {
+			r.res, r.err = SendResult{}, err
+		}
+		close(r.done)
+	}
+}
+
+// sendTx is one send inside a batch's transaction.
+func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepared) (SendResult, error) {
+	if req.Idempotency != nil {
+		var hash, body []byte
+		var status int
+		var created int64
+		err := db.queryRow(ctx, tx, sqlFindIdempotencyKey, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
+		switch {
+		case err == nil:
+			if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
+				return SendResult{}, ErrIdempotencyExpired
+			}
+			if subtle.ConstantTimeCompare(hash, req.Idempotency.Hash) != 1 {
+				return SendResult{}, ErrIdempotencyConflict
+			}
+			return SendResult{Status: status, Body: body, Replayed: true}, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return SendResult{}, fmt.Errorf("find idempotency key: %w", err)
+		}
+	}
+	var res SendResult
+	var err error
+	if req.Hold {
+		res, err = db.holdTx(ctx, tx, req.Out)
+	} else {
+		res, err = db.queueTx(ctx, tx, req.Out, p, "")
+	}
 	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+		return SendResult{}, err
+	}
+	if res.Status, res.Body, err = req.Answer(res); err != nil {
+		return SendResult{}, err
+	}
+	if req.Idempotency != nil {
+		if _, err := db.exec(ctx, tx, sqlInsertIdempotencyKey, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
+			return SendResult{}, fmt.Errorf("store idempotency key: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -75,6 +75,12 @@ type DB struct {
 	stopped          chan struct{} // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
 
+	// Sends waiting for a group commit, and the token of the caller that
+	// commits them (send.go).
+	sendMu     sync.Mutex
+	sendQ      []*sendReq
+	sendLeader chan struct{}
+
 	// searchProbe is the number of matches above which a search walks
 	// rows newest first instead of collecting every match (query.go).
 	searchProbe int
@@ -138,11 +144,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
-		ingestQ: make(chan *ingestReq, 256),
-		stopped: make(chan struct{}),
-		changed: make(chan struct{}),
-		stmts:   map[string]*sql.Stmt{},
-		bodies:  newBodyPacker(),
+		ingestQ:    make(chan *ingestReq, 256),
+		stopped:    make(chan struct{}),
+		sendLeader: make(chan struct{}, 1),
+		changed:    make(chan struct{}),
+		stmts:      map[string]*sql.Stmt{},
+		bodies:     newBodyPacker(),
 
 		readStmts: map[string]*sql.Stmt{},
 

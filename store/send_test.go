@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// holdWriter takes the writer connection until the returned release is
+// called, so that sends queue up behind it and commit as one batch.
+func holdWriter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.tx(context.Background(), func(*sql.Tx) error { close(held); <-free; return nil })
+	}()
+	<-held
+	return func() {
+		close(free)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitQueued returns once n sends wait in the group-commit queue.
+func waitQueued(db *DB, n int) {
+	for {
+		db.sendMu.Lock()
+		queued := len(db.sendQ)
+		db.sendMu.Unlock()
+		if queued == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+func localSend(inboxID string, i int) SendRequest {
+	raw := fmt.Sprintf("From: inbox@localhost\r\nTo: x@capture.example\r\nMessage-ID: <s%d@localhost>\r\nSubject: %d\r\n\r\nbody %d\r\n", i, i, i)
+	return SendRequest{
+		Out: Outgoing{InboxID: inboxID, Raw: []byte(raw), Confirmed: true,
+			Recipients: []Recipient{{Email: "x@capture.example", Type: "to", Route: "capture"}}},
+		Answer: func(res SendResult) (int, []byte, error) { return 202, []byte(res.MessageID), nil },
+	}
+}
+
+// Sends that share a commit fail alone: a send whose answer fails after
+// its rows were written, or whose idempotency key conflicts, leaves no
+// row and no event; its batch-mates are stored.
+func TestSendGroupCommitIsolatesFailures(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	taken := SendRequest{ProjectID: b.ProjectID, Idempotency: &Idempotency{Key: "taken", Hash: []byte("first")}}
+	taken.Out, taken.Answer = localSend(b.Inbox.ID, -1).Out, localSend(b.Inbox.ID, -1).Answer
+	if _, err := db.Send(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 30
+	release := holdWriter(t, db)
+	var wg sync.WaitGroup
+	res := make([]SendResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		req := localSend(b.Inbox.ID, i)
+		req.ProjectID = b.ProjectID
+		switch i % 3 {
+		case 1:
+			req.Answer = func(SendResult) (int, []byte, error) { return 0, nil, errors.New("answer failed") }
+		case 2:
+			req.Idempotency = &Idempotency{Key: "taken", Hash: []byte("other")}
+		}
+		wg.Go(func() { res[i], errs[i] = db.Send(ctx, req) })
+	}
+	waitQueued(db, n)
+	release()
+	wg.Wait()
+
+	stored := map[string]bool{}
+	for i := range n {
+		switch {
+		case i%3 == 0 && (errs[i] != nil || string(res[i].Body) != res[i].MessageID):
+			t.Errorf("send %d: %+v %v", i, res[i], errs[i])
+		case i%3 == 1 && (errs[i] == nil || res[i].MessageID != ""):
+			t.Errorf("send %d with a failing answer: %+v %v", i, res[i], errs[i])
+		case i%3 == 2 && !errors.Is(errs[i], ErrIdempotencyConflict):
+			t.Errorf("send %d with a conflicting key: %v", i, errs[i])
+		}
+		if errs[i] == nil {
+			stored[res[i].MessageID] = true
+		}
+	}
+	msgs, err := db.InboxMessages(ctx, b.Inbox.ID)
+	if err != nil || len(msgs) != n/3+1 {
+		t.Fatalf("stored %d messages, want %d (%v)", len(msgs), n/3+1, err)
+	}
+	events, err := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{EventMessageQueued}}, 100)
+	if err != nil || len(events) != n/3+1 {
+		t.Fatalf("%d message.queued events, want %d (%v)", len(events), n/3+1, err)
+	}
+	for _, m := range msgs {
+		if m.Subject != "-1" && !stored[m.ID] {
+			t.Errorf("message %s stored but not acknowledged", m.ID)
+		}
+	}
+}
+
+// A batch whose commit fails answers every send in it with the error and
+// stores none of them.
+func TestSendGroupCommitFailureFailsTheBatch(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	const n = 5
+	release := holdWriter(t, db)
+	db.failNext = func() error { return errors.New("disk I/O error") }
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = db.Send(ctx, localSend(b.Inbox.ID, i)) })
+	}
+	waitQueued(db, n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("send %d acknowledged despite the failed commit", i)
+		}
+	}
+	if msgs, _ := db.InboxMessages(ctx, b.Inbox.ID); len(msgs) != 0 {
+		t.Fatalf("%d messages stored after a failed commit", len(msgs))
+	}
+}
+
+// A send whose caller gave up before a leader took it is not stored.
+func TestSendCancelledWhileQueued(t *testing.T) {
+	db, b := openTest(t)
+	release := holdWriter(t, db)
+	// The first send leads: it waits for the writer with the batch
+	// untaken; the second queues behind it and is cancelled there.
+	var wg sync.WaitGroup
+	var leadErr error
+	wg.Go(func() { _, leadErr = db.Send(context.Background(), localSend(b.Inbox.ID, 1)) })
+	for len(db.sendLeader) == 0 {
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var err error
+	wg.Go(func() { _, err = db.Send(ctx, localSend(b.Inbox.ID, 2)) })
+	waitQueued(db, 2)
+	cancel()
+	waitQueued(db, 1)
+	release()
+	wg.Wait()
+	if leadErr != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v; cancelled send: %v", leadErr, err)
+	}
+	msgs, _ := db.InboxMessages(context.Background(), b.Inbox.ID)
+	if len(msgs) != 1 || msgs[0].Subject != "1" {
+		t.Fatalf("stored %+v, want only the first send", msgs)
+	}
+}
