@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/inboxd/inboxd/message"
 )
 
 // Claimed is a delivery the worker took (status sending).
@@ -39,8 +37,12 @@ const (
 	sqlDeliveryEmail   = `SELECT email FROM deliveries WHERE id = ?`
 	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
 	sqlOutboundRaw     = `SELECT data FROM raw_messages WHERE message_id = ?`
-	sqlParentThread    = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
-	sqlInsertDelivery  = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
+	// sqlDueLocalRaw is sqlDueLocal's messages, for the read pool.
+	sqlDueLocalRaw = `SELECT r.message_id, r.data FROM raw_messages r WHERE r.message_id IN (
+		SELECT d.message_id FROM deliveries d WHERE d.next_attempt_at <= ? AND d.route = 'local'
+		ORDER BY d.next_attempt_at, d.id LIMIT ?)`
+	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
+	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
 	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
@@ -272,6 +274,20 @@ func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, 
 // headers) and marks them delivered, all in one transaction: no claim, no
 // lease, one commit. It returns how many it delivered.
 func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
+	// The due messages are read and parsed before the writer is taken: a
+	// message's raw bytes never change, so what is parsed here is what the
+	// transaction would parse. Deliveries that became due in between are
+	// parsed inside it.
+	pre, err := db.prepareDueLocal(ctx, limit)
+	if err != nil {
+		return 0, err
+	}
+	return db.deliverLocalDue(ctx, limit, pre)
+}
+
+// deliverLocalDue is DeliverLocalDue's transaction; pre holds the messages
+// prepared ahead, by id, and gains those it had to prepare.
+func (db *DB) deliverLocalDue(ctx context.Context, limit int, pre map[string]*prepared) (int, error) {
 	n := 0
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
@@ -300,12 +316,19 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 			return fmt.Errorf("count local attempts: %w", err)
 		}
 		var results []DeliveryResult
+		type recipient struct {
+			ib  Inbox
+			tag string
+			err error
+		}
+		recipients := map[string]recipient{} // most of a batch goes to few inboxes
 		for _, c := range cs {
-			var raw []byte
-			if err := db.queryRow(ctx, tx, sqlOutboundRaw, c.MessageID).Scan(&raw); err != nil {
-				return fmt.Errorf("local delivery %d: %w", c.ID, err)
+			rc, ok := recipients[c.Email]
+			if !ok {
+				rc.ib, rc.tag, rc.err = db.lookupRecipientTx(ctx, tx, c.Email)
+				recipients[c.Email] = rc
 			}
-			ib, tag, err := db.lookupRecipientTx(ctx, tx, c.Email)
+			ib, tag, err := rc.ib, rc.tag, rc.err
 			if errors.Is(err, ErrNotFound) {
 				// The inbox was deleted after the send was queued.
 				results = append(results, DeliveryResult{ID: c.ID, Status: StatusBounced, Code: 550, Message: "5.1.1 No such mailbox here"})
@@ -314,23 +337,34 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return err
 			}
-			in := &Incoming{
-				Raw: raw, Parsed: message.Parse(raw), ReceivedAt: now,
+			msg, ok := pre[c.MessageID]
+			if !ok {
+				var raw []byte
+				if err := db.queryRow(ctx, tx, sqlOutboundRaw, c.MessageID).Scan(&raw); err != nil {
+					return fmt.Errorf("local delivery %d: %w", c.ID, err)
+				}
+				msg = db.prepareOutgoing(raw)
+				pre[c.MessageID] = msg
+			}
+			// The copy shares the parse; what differs is this delivery's
+			// trace, envelope and time.
+			p := *msg
+			p.in = &Incoming{
+				Raw: msg.in.Raw, Parsed: msg.in.Parsed, ReceivedAt: now,
 				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
-			p := db.prepare(in)
 			dup, err := db.isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
 			if err != nil {
 				return err
 			}
 			if !dup {
-				d, err := db.storeInbound(ctx, tx, p, ib.ID, tag, true)
+				d, err := db.storeInbound(ctx, tx, &p, ib.ID, tag, true)
 				if err != nil {
 					return fmt.Errorf("local delivery %d: %w", c.ID, err)
 				}
 				if d.Deferred {
-					if err := deferMessage(ctx, tx, p, ib.ID, tag); err != nil {
+					if err := deferMessage(ctx, tx, &p, ib.ID, tag); err != nil {
 						return err
 					}
 				}
@@ -340,6 +374,30 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 		return db.recordDeliveries(ctx, tx, results)
 	})
 	return n, err
+}
+
+// prepareDueLocal reads the messages of up to limit due local deliveries
+// from the read pool and prepares them, by message id.
+func (db *DB) prepareDueLocal(ctx context.Context, limit int) (map[string]*prepared, error) {
+	st, err := db.readStmt(ctx, sqlDueLocalRaw)
+	if err != nil {
+		return nil, fmt.Errorf("due local messages: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, ms(db.now()), limit)
+	if err != nil {
+		return nil, fmt.Errorf("due local messages: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*prepared{}
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, fmt.Errorf("due local messages: %w", err)
+		}
+		out[id] = db.prepareOutgoing(raw)
+	}
+	return out, rows.Err()
 }
 
 // DeliveryStatus is one recipient's status as shown in a message object.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -162,5 +163,60 @@ func TestSendCancelledWhileQueued(t *testing.T) {
 	msgs, _ := db.InboxMessages(context.Background(), b.Inbox.ID)
 	if len(msgs) != 1 || msgs[0].Subject != "1" {
 		t.Fatalf("stored %+v, want only the first send", msgs)
+	}
+}
+
+// A local delivery stores the same inbound copy whether its message was
+// prepared ahead, outside the transaction, or inside it.
+func TestLocalDeliveryPreparedAheadOrNot(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	bob, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "bob@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{} // subject -> outbound message id
+	for _, subject := range []string{"ahead", "inside"} {
+		raw := "From: inbox@localhost\r\nTo: bob@localhost\r\nMessage-ID: <" + subject + "@localhost>\r\nSubject: " + subject +
+			"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nCaf=C3=A9 " + subject + "\r\n"
+		res, err := db.Send(ctx, SendRequest{
+			Out: Outgoing{InboxID: b.Inbox.ID, Raw: []byte(raw), Confirmed: true,
+				Recipients: []Recipient{{Email: "bob@localhost", Type: "to", Route: "local"}}},
+			Answer: func(SendResult) (int, []byte, error) { return 202, nil, nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent[subject] = res.MessageID
+	}
+	pre, err := db.prepareDueLocal(ctx, 100)
+	if err != nil || len(pre) != 2 {
+		t.Fatalf("prepared %d due messages, want 2 (%v)", len(pre), err)
+	}
+	delete(pre, sent["inside"])
+	if n, err := db.deliverLocalDue(ctx, 100, pre); err != nil || n != 2 {
+		t.Fatalf("delivered %d, want 2 (%v)", n, err)
+	}
+	msgs, err := db.InboxMessages(ctx, bob.ID)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("bob holds %d messages, want 2 (%v)", len(msgs), err)
+	}
+	for _, m := range msgs {
+		want := "Café " + m.Subject
+		if m.Direction != "inbound" || m.Preview != want || m.From == nil || m.From.Email != "inbox@localhost" ||
+			m.RFCMessageID != "<"+m.Subject+"@localhost>" {
+			t.Errorf("delivered copy %+v", m)
+		}
+		raw, err := db.Raw(ctx, m.ID)
+		if err != nil || !strings.HasPrefix(string(raw), "Received: from inbox@localhost (inboxd local delivery)") ||
+			!strings.HasSuffix(string(raw), "Caf=C3=A9 "+m.Subject+"\r\n") {
+			t.Errorf("raw of %s: %q %v", m.Subject, raw, err)
+		}
+	}
+	for _, typ := range []string{EventMessageReceived, "message.delivered"} {
+		events, err := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{typ}}, 10)
+		if err != nil || len(events) != 2 {
+			t.Errorf("%d %s events, want 2 (%v)", len(events), typ, err)
+		}
 	}
 }
