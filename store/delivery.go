@@ -33,8 +33,7 @@ const (
 	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
 	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
 	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
-			WHERE id = ? RETURNING message_id`
-	sqlDeliveryEmail   = `SELECT email FROM deliveries WHERE id = ?`
+			WHERE id = ? RETURNING message_id, email`
 	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
 	sqlOutboundRaw     = `SELECT data FROM raw_messages WHERE message_id = ?`
 	// sqlDueLocalRaw is sqlDueLocal's messages, for the read pool.
@@ -190,17 +189,13 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 		if r.Status == StatusDeferred {
 			next = ms(r.NextAttempt)
 		}
-		var msg string
-		if err := db.queryRow(ctx, tx, sqlRecordDelivery, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg); err != nil {
+		var msg, email string
+		if err := db.queryRow(ctx, tx, sqlRecordDelivery, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		if !seen[msg] {
 			seen[msg] = true
 			msgs = append(msgs, msg)
-		}
-		var email string
-		if err := db.queryRow(ctx, tx, sqlDeliveryEmail, r.ID).Scan(&email); err != nil {
-			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		g := group{msg, r.Status}
 		if _, ok := recipients[g]; !ok {
