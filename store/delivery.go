@@ -47,6 +47,7 @@ const (
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
 			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
 			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
+	sqlRelayDue       = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
 	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 )
 
@@ -56,8 +57,21 @@ const (
 // lease: a worker that dies mid-send leaves the delivery due again after
 // lease, never retried in a storm.
 func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+	// Most rounds of the worker find no relay delivery due: the read pool
+	// says so without taking the writer.
+	st, err := db.readStmt(ctx, sqlRelayDue)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	var due int
+	if err := st.QueryRowContext(ctx, ms(db.now())).Scan(&due); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	if due == 0 {
+		return nil, nil
+	}
 	var out []Claimed
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
 		rows, err := db.query(ctx, tx, sqlClaimRelay, ms(now), ms(now.Add(lease)), limit)
 		if err != nil {
@@ -274,7 +288,10 @@ func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
 	// transaction would parse. Deliveries that became due in between are
 	// parsed inside it.
 	pre, err := db.prepareDueLocal(ctx, limit)
-	if err != nil {
+	if err != nil || len(pre) == 0 {
+		// Nothing due as of the last commit: no write transaction (each
+		// one takes the writer and wakes every waiter on Changed). What a
+		// later commit queues, the caller sees when that commit wakes it.
 		return 0, err
 	}
 	return db.deliverLocalDue(ctx, limit, pre)
