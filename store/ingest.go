@@ -96,10 +96,6 @@ type prepared struct {
 	cols       messageColumns
 	fts        [3]string
 	body       []byte // bodies.packed (body.go)
-	// deferFTS asks insertMessage to leave the full-text rows (ftsRows) to
-	// the caller; see commitBatch.
-	deferFTS bool
-	ftsRows  []int64
 }
 
 type messageColumns struct {
@@ -282,41 +278,22 @@ func (db *DB) takeBatch(first *ingestReq) []*ingestReq {
 }
 
 // commitBatch stores each request under its own savepoint, so one failing
-// message does not fail the others, then commits once.
-//
-// The full-text rows are written last, outside the savepoints: FTS5 flushes
-// its pending terms into a new segment at every savepoint once it is part
-// of the transaction, which made every message a segment to merge later
-// (a quarter of the ingest CPU). After the loop they make one segment per
+// message does not fail the others, then commits once. The full-text rows
+// are written last, after the savepoints (indexLater): one FTS5 segment per
 // batch.
 func (db *DB) commitBatch(ctx context.Context, batch []*ingestReq) {
 	results := make([]ingestResult, len(batch))
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		for i, req := range batch {
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT ingest`); err != nil {
+			var d []Delivered
+			fnErr, err := db.underSavepoint(ctx, tx, func() (err error) {
+				d, err = db.ingestTx(ctx, tx, req.p)
 				return err
-			}
-			req.p.deferFTS, req.p.ftsRows = true, nil
-			d, err := db.ingestTx(ctx, tx, req.p)
+			})
 			if err != nil {
-				results[i].err = err
-				req.p.ftsRows = nil
-				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO ingest`); rerr != nil {
-					return rerr
-				}
-			} else {
-				results[i].delivered = d
-			}
-			if _, err := tx.ExecContext(ctx, `RELEASE ingest`); err != nil {
 				return err
 			}
-		}
-		for _, req := range batch {
-			for _, rowid := range req.p.ftsRows {
-				if err := db.index(ctx, tx, req.p, rowid); err != nil {
-					return err
-				}
-			}
+			results[i] = ingestResult{delivered: d, err: fnErr}
 		}
 		if db.failNext != nil {
 			return db.failNext()
@@ -643,23 +620,11 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		r.inboxID, p.own, id); err != nil {
 		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
-	if p.deferFTS {
-		p.ftsRows = append(p.ftsRows, rowid)
-	} else if err := db.index(ctx, tx, p, rowid); err != nil {
-		return Delivered{}, err
-	}
+	db.indexLater(searchRow{rowid, p.fts})
 	if err := db.recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links); err != nil {
 		return Delivered{}, err
 	}
 	return Delivered{InboxID: r.inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: r.match}, nil
-}
-
-// index adds a stored message to the full-text index.
-func (db *DB) index(ctx context.Context, tx *sql.Tx, p *prepared, rowid int64) error {
-	if _, err := db.exec(ctx, tx, sqlInsertFTS, rowid, p.fts[0], p.fts[1], p.fts[2]); err != nil {
-		return fmt.Errorf("index message: %w", err)
-	}
-	return nil
 }
 
 // recordLinks applies SPEC §4 step 5: unresolved candidates become
@@ -677,6 +642,34 @@ func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, ow
 	}
 	if _, err := db.exec(ctx, tx, sqlDropLink, inboxID, own); err != nil {
 		return fmt.Errorf("drop missing parent: %w", err)
+	}
+	return nil
+}
+
+// searchRow is a message's row of messages_fts.
+type searchRow struct {
+	rowid int64
+	cols  [3]string // subject, addresses, body
+}
+
+// indexLater queues a message's search row until its transaction is about
+// to commit. FTS5 writes its pending terms to disk as a new segment at
+// every savepoint: the explicit ones of a group commit, and the statement
+// savepoint SQLite opens for each later statement that may abort half-way
+// (any insert checking a foreign key, such as the event row right after
+// the message). Indexed at once, each message cost a segment write, and
+// later merges. Written together at the end, in db.tx, a transaction's
+// messages share one segment: for ingest batches (as the previous
+// ingest-only deferral did), sends and local deliveries alike. Nothing
+// reads messages_fts inside a write transaction.
+func (db *DB) indexLater(r searchRow) { db.search = append(db.search, r) }
+
+// writeSearchRows inserts the pending search rows of the transaction.
+func (db *DB) writeSearchRows(ctx context.Context, tx *sql.Tx) error {
+	for _, r := range db.search {
+		if _, err := db.exec(ctx, tx, sqlInsertFTS, r.rowid, r.cols[0], r.cols[1], r.cols[2]); err != nil {
+			return fmt.Errorf("index message: %w", err)
+		}
 	}
 	return nil
 }

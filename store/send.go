@@ -214,17 +214,15 @@ func (db *DB) commitSends(ctx context.Context) {
 				r.err = err
 				continue
 			}
-			if _, err := db.exec(ctx, tx, `SAVEPOINT send`); err != nil {
+			fnErr, err := db.underSavepoint(ctx, tx, func() (err error) {
+				r.res, err = db.sendTx(ctx, tx, r.req, r.p)
+				return err
+			})
+			if err != nil {
 				return err
 			}
-			if r.res, r.err = db.sendTx(ctx, tx, r.req, r.p); r.err != nil {
+			if r.err = fnErr; fnErr != nil {
 				r.res = SendResult{}
-				if _, err := db.exec(ctx, tx, `ROLLBACK TO send`); err != nil {
-					return err
-				}
-			}
-			if _, err := db.exec(ctx, tx, `RELEASE send`); err != nil {
-				return err
 			}
 		}
 		if db.failNext != nil {

@@ -42,7 +42,7 @@ func waitQueued(db *DB, n int) {
 }
 
 func localSend(inboxID string, i int) SendRequest {
-	raw := fmt.Sprintf("From: inbox@localhost\r\nTo: x@capture.example\r\nMessage-ID: <s%d@localhost>\r\nSubject: %d\r\n\r\nbody %d\r\n", i, i, i)
+	raw := fmt.Sprintf("From: inbox@localhost\r\nTo: x@capture.example\r\nMessage-ID: <s%d@localhost>\r\nSubject: %d\r\n\r\nbody word%d\r\n", i, i, i)
 	return SendRequest{
 		Out: Outgoing{InboxID: inboxID, Raw: []byte(raw), Confirmed: true,
 			Recipients: []Recipient{{Email: "x@capture.example", Type: "to", Route: "capture"}}},
@@ -52,7 +52,7 @@ func localSend(inboxID string, i int) SendRequest {
 
 // Sends that share a commit fail alone: a send whose answer fails after
 // its rows were written, or whose idempotency key conflicts, leaves no
-// row and no event; its batch-mates are stored.
+// row, no event and no search entry; its batch-mates are stored.
 func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
@@ -107,6 +107,23 @@ func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 	for _, m := range msgs {
 		if m.Subject != "-1" && !stored[m.ID] {
 			t.Errorf("message %s stored but not acknowledged", m.ID)
+		}
+	}
+	for i := range n {
+		q, err := ParseQuery(fmt.Sprintf("word%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := db.InboxPage(ctx, b.Inbox.ID, q, "", nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 0; errs[i] == nil {
+			if len(found) != 1 || found[0].ID != res[i].MessageID {
+				t.Errorf("search for send %d found %+v", i, found)
+			}
+		} else if len(found) != want {
+			t.Errorf("search for failed send %d found %+v", i, found)
 		}
 	}
 }

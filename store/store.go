@@ -89,6 +89,10 @@ type DB struct {
 
 	bodies bodyPacker
 
+	// search holds the messages_fts rows of the open write transaction;
+	// only the holder of the writer connection touches it (see indexLater).
+	search []searchRow
+
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
 
@@ -219,13 +223,20 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a write transaction on the writer connection.
+// tx runs fn in a write transaction on the writer connection, then writes
+// the search rows fn left pending (see indexLater) and commits.
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	db.search = db.search[:0]
+	err = fn(tx)
+	if err == nil {
+		err = db.writeSearchRows(ctx, tx)
+	}
+	clear(db.search) // the texts are not kept until the next transaction
+	if err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -237,6 +248,27 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	db.changed = make(chan struct{})
 	db.changeMu.Unlock()
 	return nil
+}
+
+// underSavepoint runs fn under a savepoint of tx: when fn fails, what it
+// wrote (its pending search rows too) is undone and the transaction goes
+// on, so one request of a group commit fails alone. It returns fn's error,
+// and err when the savepoint itself failed (the transaction must abort).
+func (db *DB) underSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) (fnErr, err error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT one`); err != nil {
+		return nil, err
+	}
+	mark := len(db.search)
+	if fnErr = fn(); fnErr != nil {
+		db.search = db.search[:mark]
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO one`); err != nil {
+			return fnErr, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE one`); err != nil {
+		return fnErr, err
+	}
+	return fnErr, nil
 }
 
 // Changed returns a channel that is closed by the next commit. Long-polls
