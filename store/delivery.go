@@ -23,9 +23,12 @@ type Claimed struct {
 
 // The statements of the send and delivery path, prepared at Open.
 const (
+	// sqlDueLocal takes the deliveries DeliverLocalDue prepared (a JSON
+	// list of ids) that are still due.
 	sqlDueLocal = `SELECT d.id, d.message_id, d.email, i.address FROM deliveries d
 		JOIN messages m ON m.id = d.message_id JOIN inboxes i ON i.id = m.inbox_id
-		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
+		WHERE d.id IN (SELECT value FROM json_each(?)) AND d.next_attempt_at <= ? AND d.route = 'local'
+		ORDER BY d.next_attempt_at, d.id`
 	sqlCountLocalAttempt = `UPDATE deliveries SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?)
 		WHERE id IN (SELECT value FROM json_each(?))`
 	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
@@ -35,11 +38,10 @@ const (
 	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
 			WHERE id = ? RETURNING message_id, email`
 	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
-	sqlOutboundRaw     = `SELECT data FROM raw_messages WHERE message_id = ?`
-	// sqlDueLocalRaw is sqlDueLocal's messages, for the read pool.
-	sqlDueLocalRaw = `SELECT r.message_id, r.data FROM raw_messages r WHERE r.message_id IN (
-		SELECT d.message_id FROM deliveries d WHERE d.next_attempt_at <= ? AND d.route = 'local'
-		ORDER BY d.next_attempt_at, d.id LIMIT ?)`
+	// sqlDueLocalRaw finds due local deliveries and their messages, on
+	// the read pool.
+	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d JOIN raw_messages r ON r.message_id = d.message_id
+		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
 	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
 	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -283,27 +285,66 @@ func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, 
 // headers) and marks them delivered, all in one transaction: no claim, no
 // lease, one commit. It returns how many it delivered.
 func (db *DB) DeliverLocalDue(ctx context.Context, limit int) (int, error) {
-	// The due messages are read and parsed before the writer is taken: a
-	// message's raw bytes never change, so what is parsed here is what the
-	// transaction would parse. Deliveries that became due in between are
-	// parsed inside it.
-	pre, err := db.prepareDueLocal(ctx, limit)
-	if err != nil || len(pre) == 0 {
+	// The due deliveries are found, and their messages read and parsed,
+	// before the writer is taken: a message's raw bytes never change, so
+	// what is parsed here is what the transaction would parse.
+	due, err := db.prepareDueLocal(ctx, limit)
+	if err != nil || len(due.ids) == 0 {
 		// Nothing due as of the last commit: no write transaction (each
 		// one takes the writer and wakes every waiter on Changed). What a
 		// later commit queues, the caller sees when that commit wakes it.
 		return 0, err
 	}
-	return db.deliverLocalDue(ctx, limit, pre)
+	return db.deliverLocalDue(ctx, due)
 }
 
-// deliverLocalDue is DeliverLocalDue's transaction; pre holds the messages
-// prepared ahead, by id, and gains those it had to prepare.
-func (db *DB) deliverLocalDue(ctx context.Context, limit int, pre map[string]*prepared) (int, error) {
+// dueLocal is what DeliverLocalDue found due and prepared: deliveries by
+// id, their messages by id.
+type dueLocal struct {
+	ids      []int64
+	messages map[string]*prepared
+}
+
+// prepareDueLocal finds up to limit due local deliveries on the read pool
+// and prepares their messages.
+func (db *DB) prepareDueLocal(ctx context.Context, limit int) (dueLocal, error) {
+	due := dueLocal{messages: map[string]*prepared{}}
+	st, err := db.readStmt(ctx, sqlDueLocalRaw)
+	if err != nil {
+		return dueLocal{}, fmt.Errorf("due local deliveries: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, ms(db.now()), limit)
+	if err != nil {
+		return dueLocal{}, fmt.Errorf("due local deliveries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var msg string
+		var raw []byte
+		if err := rows.Scan(&id, &msg, &raw); err != nil {
+			return dueLocal{}, fmt.Errorf("due local deliveries: %w", err)
+		}
+		due.ids = append(due.ids, id)
+		if _, ok := due.messages[msg]; !ok {
+			due.messages[msg] = db.prepareOutgoing(raw)
+		}
+	}
+	return due, rows.Err()
+}
+
+// deliverLocalDue is DeliverLocalDue's transaction. It delivers the
+// prepared deliveries that are still due; any that became due meanwhile
+// wait for the next round (their commit wakes the worker).
+func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
+	prepared, err := json.Marshal(due.ids)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := db.query(ctx, tx, sqlDueLocal, ms(now), limit)
+		rows, err := db.query(ctx, tx, sqlDueLocal, string(prepared), ms(now))
 		if err != nil {
 			return fmt.Errorf("due local deliveries: %w", err)
 		}
@@ -349,15 +390,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, limit int, pre map[string]*pr
 			if err != nil {
 				return err
 			}
-			msg, ok := pre[c.MessageID]
-			if !ok {
-				var raw []byte
-				if err := db.queryRow(ctx, tx, sqlOutboundRaw, c.MessageID).Scan(&raw); err != nil {
-					return fmt.Errorf("local delivery %d: %w", c.ID, err)
-				}
-				msg = db.prepareOutgoing(raw)
-				pre[c.MessageID] = msg
-			}
+			msg := due.messages[c.MessageID]
 			// The copy shares the parse; what differs is this delivery's
 			// trace, envelope and time.
 			p := *msg
@@ -386,30 +419,6 @@ func (db *DB) deliverLocalDue(ctx context.Context, limit int, pre map[string]*pr
 		return db.recordDeliveries(ctx, tx, results)
 	})
 	return n, err
-}
-
-// prepareDueLocal reads the messages of up to limit due local deliveries
-// from the read pool and prepares them, by message id.
-func (db *DB) prepareDueLocal(ctx context.Context, limit int) (map[string]*prepared, error) {
-	st, err := db.readStmt(ctx, sqlDueLocalRaw)
-	if err != nil {
-		return nil, fmt.Errorf("due local messages: %w", err)
-	}
-	rows, err := st.QueryContext(ctx, ms(db.now()), limit)
-	if err != nil {
-		return nil, fmt.Errorf("due local messages: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]*prepared{}
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, fmt.Errorf("due local messages: %w", err)
-		}
-		out[id] = db.prepareOutgoing(raw)
-	}
-	return out, rows.Err()
 }
 
 // DeliveryStatus is one recipient's status as shown in a message object.

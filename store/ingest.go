@@ -549,7 +549,7 @@ const (
 )
 
 // hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlOutboundRaw, sqlParentThread, sqlInsertDelivery, sqlInboxScope, sqlInsertEvent, sqlEndpointsFor, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
+var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInboxScope, sqlInsertEvent, sqlEndpointsFor, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
 	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {

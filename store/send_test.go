@@ -183,20 +183,20 @@ func TestSendCancelledWhileQueued(t *testing.T) {
 	}
 }
 
-// A local delivery stores the same inbound copy whether its message was
-// prepared ahead, outside the transaction, or inside it.
-func TestLocalDeliveryPreparedAheadOrNot(t *testing.T) {
+// A local delivery round delivers what it found due and prepared before
+// taking the writer; a delivery queued in between waits for the next
+// round. Both copies are stored whole.
+func TestLocalDeliveryRounds(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
 	bob, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "bob@localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := map[string]string{} // subject -> outbound message id
-	for _, subject := range []string{"ahead", "inside"} {
+	send := func(subject string) {
 		raw := "From: inbox@localhost\r\nTo: bob@localhost\r\nMessage-ID: <" + subject + "@localhost>\r\nSubject: " + subject +
 			"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nCaf=C3=A9 " + subject + "\r\n"
-		res, err := db.Send(ctx, SendRequest{
+		_, err := db.Send(ctx, SendRequest{
 			Out: Outgoing{InboxID: b.Inbox.ID, Raw: []byte(raw), Confirmed: true,
 				Recipients: []Recipient{{Email: "bob@localhost", Type: "to", Route: "local"}}},
 			Answer: func(SendResult) (int, []byte, error) { return 202, nil, nil },
@@ -204,15 +204,21 @@ func TestLocalDeliveryPreparedAheadOrNot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent[subject] = res.MessageID
 	}
-	pre, err := db.prepareDueLocal(ctx, 100)
-	if err != nil || len(pre) != 2 {
-		t.Fatalf("prepared %d due messages, want 2 (%v)", len(pre), err)
+	send("first")
+	due, err := db.prepareDueLocal(ctx, 100)
+	if err != nil || len(due.ids) != 1 {
+		t.Fatalf("found %d due deliveries, want 1 (%v)", len(due.ids), err)
 	}
-	delete(pre, sent["inside"])
-	if n, err := db.deliverLocalDue(ctx, 100, pre); err != nil || n != 2 {
-		t.Fatalf("delivered %d, want 2 (%v)", n, err)
+	send("second")
+	if n, err := db.deliverLocalDue(ctx, due); err != nil || n != 1 {
+		t.Fatalf("first round delivered %d, want 1 (%v)", n, err)
+	}
+	if n, err := db.DeliverLocalDue(ctx, 100); err != nil || n != 1 {
+		t.Fatalf("second round delivered %d, want 1 (%v)", n, err)
+	}
+	if n, err := db.DeliverLocalDue(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("third round delivered %d, want 0 (%v)", n, err)
 	}
 	msgs, err := db.InboxMessages(ctx, bob.ID)
 	if err != nil || len(msgs) != 2 {
@@ -234,6 +240,41 @@ func TestLocalDeliveryPreparedAheadOrNot(t *testing.T) {
 		events, err := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{typ}}, 10)
 		if err != nil || len(events) != 2 {
 			t.Errorf("%d %s events, want 2 (%v)", len(events), typ, err)
+		}
+	}
+}
+
+// A local delivery to an inbox deleted after the send was queued bounces.
+func TestLocalDeliveryToDeletedInboxBounces(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	bob, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "bob@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for i := range 2 {
+		req := localSend(b.Inbox.ID, i)
+		req.Out.Recipients = []Recipient{{Email: "bob@localhost", Type: "to", Route: "local"}}
+		res, err := db.Send(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, res.MessageID)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.DeliverLocalDue(ctx, 100); err != nil || n != 2 {
+		t.Fatalf("delivered %d, want 2 (%v)", n, err)
+	}
+	ds, err := db.DeliveriesOf(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range sent {
+		if d := ds[id]; len(d) != 1 || d[0].Status != StatusBounced || d[0].Code == nil || *d[0].Code != 550 {
+			t.Errorf("deliveries of %s: %+v", id, d)
 		}
 	}
 }
