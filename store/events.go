@@ -36,25 +36,15 @@ type envelope struct {
 	Data       any    `json:"data"`
 }
 
-// inboxScope is what an event needs to know about its inbox.
-type inboxScope struct {
-	project, environment string
-}
-
-const sqlInboxScope = `SELECT project_id, environment FROM inboxes WHERE id = ?`
-
-func (db *DB) inboxScope(ctx context.Context, tx *sql.Tx, inboxID string) (inboxScope, error) {
-	var s inboxScope
-	if err := db.queryRow(ctx, tx, sqlInboxScope, inboxID).Scan(&s.project, &s.environment); err != nil {
-		return inboxScope{}, fmt.Errorf("inbox %s: %w", inboxID, err)
-	}
-	return s, nil
-}
-
 const (
+	// sqlEventTargets is an event's inbox scope and the project's enabled
+	// webhook endpoints, in one query (one row with NULLs when there are
+	// none; no row when the inbox does not exist).
+	sqlEventTargets = `SELECT i.project_id, i.environment, e.id, e.event_types, e.inbox_ids
+		FROM inboxes i LEFT JOIN webhook_endpoints e ON e.project_id = i.project_id AND e.enabled = 1
+		WHERE i.id = ?`
 	sqlInsertEvent = `INSERT INTO events (id, project_id, inbox_id, type, environment, body, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`
-	sqlEndpointsFor          = `SELECT id, event_types, inbox_ids FROM webhook_endpoints WHERE project_id = ? AND enabled = 1`
 	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, next_attempt_at, created_at)
 		VALUES (?, ?, ?, ?, ?)`
 )
@@ -64,13 +54,34 @@ const (
 // (SPEC §8–§9: nothing committed is left undelivered). data is completed
 // with inbox_id and environment.
 func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, data map[string]any) error {
-	scope, err := db.inboxScope(ctx, tx, inboxID)
+	rows, err := db.query(ctx, tx, sqlEventTargets, inboxID)
 	if err != nil {
-		return err
+		return fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	var project, environment string
+	var targets []string
+	found := false
+	for rows.Next() {
+		var ep, types, inboxes sql.NullString
+		if err := rows.Scan(&project, &environment, &ep, &types, &inboxes); err != nil {
+			rows.Close()
+			return fmt.Errorf("find webhook endpoints: %w", err)
+		}
+		found = true
+		if ep.Valid && wants(types.String, inboxes, typ, inboxID) {
+			targets = append(targets, ep.String)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	if !found {
+		return fmt.Errorf("inbox %s: %w", inboxID, sql.ErrNoRows)
 	}
 	now := db.now()
 	data["inbox_id"] = inboxID
-	data["environment"] = scope.environment
+	data["environment"] = environment
 	id := db.newID("evt_")
 	body, err := json.Marshal(envelope{ID: id, Type: typ, APIVersion: APIVersion,
 		CreatedAt: now.UTC().Format("2006-01-02T15:04:05.000Z"), Data: data})
@@ -78,26 +89,9 @@ func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, 
 		return fmt.Errorf("encode event: %w", err)
 	}
 	var seq int64
-	if err := db.queryRow(ctx, tx, sqlInsertEvent, id, scope.project, inboxID, typ, scope.environment, body, ms(now)).Scan(&seq); err != nil {
+	if err := db.queryRow(ctx, tx, sqlInsertEvent, id, project, inboxID, typ, environment, body, ms(now)).Scan(&seq); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
-	rows, err := db.query(ctx, tx, sqlEndpointsFor, scope.project)
-	if err != nil {
-		return fmt.Errorf("find webhook endpoints: %w", err)
-	}
-	var targets []string
-	for rows.Next() {
-		var ep, types string
-		var inboxes sql.NullString
-		if err := rows.Scan(&ep, &types, &inboxes); err != nil {
-			rows.Close()
-			return err
-		}
-		if wants(types, inboxes, typ, inboxID) {
-			targets = append(targets, ep)
-		}
-	}
-	rows.Close()
 	for _, ep := range targets {
 		if _, err := db.exec(ctx, tx, sqlInsertWebhookDelivery, db.newID("dlv_"), ep, seq, ms(now), ms(now)); err != nil {
 			return fmt.Errorf("queue webhook delivery: %w", err)
