@@ -343,6 +343,11 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 	}
 	n := 0
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		// The statements run without the caller's cancellation: under a
+		// cancellable context, database/sql and the driver start a watcher
+		// goroutine for every statement and every result set. Cancelling
+		// still rolls the transaction back (database/sql watches it once).
+		ctx := context.WithoutCancel(ctx)
 		now := db.now()
 		rows, err := db.query(ctx, tx, sqlDueLocal, string(prepared), ms(now))
 		if err != nil {
