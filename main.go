@@ -194,6 +194,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("http listen: %w", err)
 	}
 	defer httpLn.Close()
+	var debugSrv *http.Server
+	var debugLn net.Listener
+	if c.DebugAddr != "" {
+		if debugLn, err = net.Listen("tcp", c.DebugAddr); err != nil {
+			return fmt.Errorf("debug listen: %w", err)
+		}
+		defer debugLn.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
 
 	if created {
 		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
@@ -279,17 +292,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return nil
 	})
-	var debugSrv *http.Server
-	if c.DebugAddr != "" {
-		debugLn, err := net.Listen("tcp", c.DebugAddr)
-		if err != nil {
-			return fmt.Errorf("debug listen: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if debugSrv != nil {
 		start("debug", func() error {
 			if err := debugSrv.Serve(debugLn); !errors.Is(err, http.ErrServerClosed) {
 				return err

@@ -783,3 +783,36 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 		}
 	}
 }
+
+// --debug-addr serves Go's profiles on a listener of its own, never on the
+// API's, and shuts down with the server.
+func TestDebugAddrServesPprof(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--debug-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`msg=pprof addr=(\S+)`).FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no pprof address logged:\n%s", s.stderr.String())
+	}
+	resp, err := http.Get("http://" + m[1] + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine") {
+		t.Fatalf("debug listener: %d %.200s", resp.StatusCode, body)
+	}
+	resp, err = http.Get("http://" + s.http + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the API listener serves /debug/pprof/: %d", resp.StatusCode)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := http.Get("http://" + m[1] + "/debug/pprof/"); err == nil {
+		t.Error("the debug listener still answers after shutdown")
+	}
+}
