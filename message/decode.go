@@ -142,8 +142,24 @@ var b64Table = func() (t [256]byte) {
 	return t
 }()
 
+// Decoders read their source through a buffer that starts small and grows
+// while reads fill it: most parts are a few kilobytes, and a 32 KB buffer
+// per part was a quarter of the bytes a send allocated.
+const (
+	minDecodeBuf = 4 << 10
+	maxDecodeBuf = 32 << 10
+)
+
+// grow doubles buf, up to maxDecodeBuf, when the last read filled it.
+func grow(buf []byte, n int) []byte {
+	if n == len(buf) && len(buf) < maxDecodeBuf {
+		return make([]byte, 2*len(buf))
+	}
+	return buf
+}
+
 func newBase64Reader(src io.Reader) *base64Reader {
-	return &base64Reader{src: src, buf: make([]byte, 32<<10), out: make([]byte, 0, 24<<10)}
+	return &base64Reader{src: src, buf: make([]byte, minDecodeBuf)}
 }
 
 func (r *base64Reader) Read(p []byte) (int, error) {
@@ -178,6 +194,7 @@ func (r *base64Reader) Read(p []byte) (int, error) {
 			r.flush()
 			r.err = err
 		}
+		r.buf = grow(r.buf, n)
 	}
 	n := copy(p, r.out[r.off:])
 	r.off += n
@@ -212,7 +229,7 @@ type qpReader struct {
 }
 
 func newQPReader(src io.Reader) *qpReader {
-	return &qpReader{src: src, buf: make([]byte, 32<<10)}
+	return &qpReader{src: src, buf: make([]byte, minDecodeBuf)}
 }
 
 func (r *qpReader) Read(p []byte) (int, error) {
@@ -225,6 +242,7 @@ func (r *qpReader) Read(p []byte) (int, error) {
 			n, err := r.src.Read(r.buf)
 			r.pending = append(r.pending, r.buf[:n]...)
 			r.err = err
+			r.buf = grow(r.buf, n)
 		}
 		// Search only the bytes not searched before: a body that is one long
 		// line would otherwise be rescanned on every read, quadratically.
