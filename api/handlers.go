@@ -292,12 +292,12 @@ func searchParam(r *http.Request) (store.Query, error) {
 }
 
 func (s *Server) thread(r *http.Request) (store.Inbox, store.Thread, error) {
-	ib, err := s.inbox(r)
-	if err != nil {
-		return store.Inbox{}, store.Thread{}, err
+	k := keyFrom(r)
+	id := chi.URLParam(r, "inbox_id")
+	if !canSee(k, id) {
+		return store.Inbox{}, store.Thread{}, errNotFound
 	}
-	t, err := s.db.GetThread(r.Context(), ib.ID, chi.URLParam(r, "thread_id"))
-	return ib, t, err
+	return s.db.GetInboxThread(r.Context(), k.ProjectID, id, chi.URLParam(r, "thread_id"))
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {

@@ -297,16 +297,31 @@ func (db *DB) insertInbox(ctx context.Context, tx *sql.Tx, projectID string, in 
 const inboxColumns = `id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at`
 
 func scanInbox(row interface{ Scan(...any) error }) (Inbox, error) {
-	var ib Inbox
-	var domains string
-	var created int64
-	if err := row.Scan(&ib.ID, &ib.ProjectID, &ib.Address, &ib.DisplayName, &ib.Environment, &ib.SendPolicy, &domains, &created); err != nil {
+	var sc inboxScan
+	if err := row.Scan(sc.dest()...); err != nil {
 		return Inbox{}, err
 	}
-	if err := json.Unmarshal([]byte(domains), &ib.AllowedDomains); err != nil {
+	return sc.inbox()
+}
+
+// inboxScan holds the inboxColumns of a row while it is scanned.
+type inboxScan struct {
+	ib      Inbox
+	domains string
+	created int64
+}
+
+func (sc *inboxScan) dest() []any {
+	ib := &sc.ib
+	return []any{&ib.ID, &ib.ProjectID, &ib.Address, &ib.DisplayName, &ib.Environment, &ib.SendPolicy, &sc.domains, &sc.created}
+}
+
+func (sc *inboxScan) inbox() (Inbox, error) {
+	ib := sc.ib
+	if err := json.Unmarshal([]byte(sc.domains), &ib.AllowedDomains); err != nil {
 		return Inbox{}, fmt.Errorf("inbox %s allowed_domains: %w", ib.ID, err)
 	}
-	ib.CreatedAt = fromMS(created)
+	ib.CreatedAt = fromMS(sc.created)
 	return ib, nil
 }
 

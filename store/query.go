@@ -91,25 +91,46 @@ type Thread struct {
 const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at`
 
 func scanThread(row interface{ Scan(...any) error }) (Thread, error) {
-	var t Thread
-	var last, created int64
-	if err := row.Scan(&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &last, &t.LastMessageDirection, &created); err != nil {
+	var sc threadScan
+	if err := row.Scan(sc.dest()...); err != nil {
 		return Thread{}, err
 	}
-	t.LastMessageAt, t.CreatedAt = fromMS(last), fromMS(created)
-	return t, nil
+	return sc.thread(), nil
 }
 
-// GetThread returns one thread of an inbox.
-func (db *DB) GetThread(ctx context.Context, inboxID, threadID string) (Thread, error) {
-	t, err := scanThread(db.readRow(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ? AND t.inbox_id = ?`, threadID, inboxID))
+// threadScan holds the threadColumns of a row while it is scanned.
+type threadScan struct {
+	t             Thread
+	last, created int64
+}
+
+func (sc *threadScan) dest() []any {
+	t := &sc.t
+	return []any{&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &sc.last, &t.LastMessageDirection, &sc.created}
+}
+
+func (sc *threadScan) thread() Thread {
+	t := sc.t
+	t.LastMessageAt, t.CreatedAt = fromMS(sc.last), fromMS(sc.created)
+	return t
+}
+
+// GetInboxThread returns an inbox of the project and one of its threads in
+// one query (the thread routes need both on every request).
+func (db *DB) GetInboxThread(ctx context.Context, projectID, inboxID, threadID string) (Inbox, Thread, error) {
+	var is inboxScan
+	var ts threadScan
+	err := db.readRow(ctx, `SELECT i.*, `+threadColumns+`
+		FROM (SELECT `+inboxColumns+` FROM inboxes WHERE id = ? AND project_id = ?) i JOIN threads t ON t.inbox_id = i.id
+		WHERE t.id = ?`, inboxID, projectID, threadID).Scan(append(is.dest(), ts.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Thread{}, fmt.Errorf("thread %s: %w", threadID, ErrNotFound)
+		return Inbox{}, Thread{}, fmt.Errorf("thread %s: %w", threadID, ErrNotFound)
 	}
 	if err != nil {
-		return Thread{}, fmt.Errorf("get thread: %w", err)
+		return Inbox{}, Thread{}, fmt.Errorf("get thread: %w", err)
 	}
-	return t, nil
+	ib, err := is.inbox()
+	return ib, ts.thread(), err
 }
 
 // TimeKey is a keyset position in a list ordered newest first by a time,
