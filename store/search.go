@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // searchText prepares text for the FTS5 unicode61 tokenizer. unicode61
@@ -11,7 +12,7 @@ import (
 // text would be one giant token; every CJK character is made a token of its
 // own, and a query for "東京" becomes the phrase "東 京" (SPEC §5.5).
 func searchText(s string) string {
-	first := strings.IndexFunc(s, isCJK)
+	first := firstCJK(s)
 	if first < 0 {
 		return s // most mail: nothing to split, nothing to copy
 	}
@@ -28,6 +29,20 @@ func searchText(s string) string {
 		prevCJK = cjk
 	}
 	return b.String()
+}
+
+// firstCJK is strings.IndexFunc(s, isCJK) without decoding every rune:
+// the scripts start at U+1100, whose UTF-8 lead bytes are 0xE1 and above.
+func firstCJK(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0xE1 {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(s[i:]); isCJK(r) {
+			return i
+		}
+	}
+	return -1
 }
 
 func isCJK(r rune) bool {

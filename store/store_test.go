@@ -306,3 +306,12 @@ func TestIsCJKFastPath(t *testing.T) {
 		}
 	}
 }
+
+// firstCJK finds what strings.IndexFunc(s, isCJK) finds.
+func TestFirstCJK(t *testing.T) {
+	for _, s := range []string{"", "plain ascii", "Grüße aus Köln", "meet in 東京 ok", "ᄀ jamo", "\xe1\x84", "日本", "x\xffy 한국어", "Ελληνικά и русский"} {
+		if got, want := firstCJK(s), strings.IndexFunc(s, isCJK); got != want {
+			t.Errorf("firstCJK(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
