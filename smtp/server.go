@@ -282,22 +282,19 @@ func (ss *session) Data(r io.Reader) error {
 		buf.Close()
 		return ss.s.reply("data", err)
 	}
-	err := ss.deliver(buf)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		// After a timeout the writer may still read the buffer; the
-		// garbage collector closes its file then.
-		buf.Close()
-	}
-	return ss.s.reply("data", err)
+	return ss.s.reply("data", ss.deliver(buf))
 }
 
 // deliver hands the message in buf to the send path (authenticated
 // submission) or the store. A message small enough to sit in memory is
 // parsed from there; a large one is parsed from its spool file with its
-// attachments spilled too, so it is never in memory whole.
+// attachments spilled too, so it is never in memory whole. The store owns
+// the spooled parts once Ingest has them (it may still read them after a
+// timeout); until then deliver closes them.
 func (ss *session) deliver(buf *spool.Buffer) error {
 	raw, inMemory := buf.Bytes()
 	if ss.external {
+		defer buf.Close()
 		if !inMemory {
 			var err error
 			if raw, err = io.ReadAll(buf.Reader()); err != nil {
@@ -330,15 +327,13 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 		})
 		if in.Parsed.SpillErr != nil {
 			in.Parsed.Close()
+			buf.Close()
 			return fmt.Errorf("spool attachment: %w", in.Parsed.SpillErr)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
 	_, err := ss.s.store.Ingest(ctx, in)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		in.Parsed.Close()
-	}
 	return err
 }
 

@@ -99,6 +99,10 @@ func (bp *bodyPacker) pack(m *message.Parsed) []byte {
 
 var errBadPack = errors.New("malformed packed body")
 
+// maxPackedPart bounds each stated length of a packed body, far above any
+// message inboxd accepts.
+const maxPackedPart = 1 << 32
+
 // unpack is the inverse of pack.
 func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
 	if len(packed) < 2 || packed[0] != packFormat {
@@ -110,6 +114,9 @@ func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
 	for i := range lens {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
+			return Body{}, errBadPack
+		}
+		if v > maxPackedPart { // also keeps the sums below from overflowing
 			return Body{}, errBadPack
 		}
 		lens[i], rest = v, rest[n:]

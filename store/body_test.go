@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -48,6 +50,9 @@ func TestPackedBodyRejectsDamage(t *testing.T) {
 		"unknown format": append([]byte{9}, packed[1:]...),
 		"truncated":      packed[:len(packed)-2],
 		"length too big": append([]byte{packed[0], packed[1], 99}, packed[3:]...),
+		// lengths whose sum overflows to the real total (11): a slice
+		// panic, not an error, before lengths were bounded
+		"lengths overflow": overflowingLengths(packed),
 	} {
 		if _, err := bp.unpack(b); !errors.Is(err, errBadPack) {
 			t.Errorf("%s: err = %v", name, err)
@@ -76,4 +81,19 @@ func TestGetBodyReadsPlainRows(t *testing.T) {
 	if err != nil || got.Text == nil || *got.Text != "old text" || got.HTML != nil || got.ExtractedText != "old" {
 		t.Fatalf("plain row: %+v %v", got, err)
 	}
+}
+
+// overflowingLengths rewrites packed's header so that len(text) is 2^64-5
+// and len(html) 16: their sum wraps to the 11 bytes the stream holds.
+func overflowingLengths(packed []byte) []byte {
+	rest := packed[2:]
+	for range 3 {
+		_, n := binary.Uvarint(rest)
+		rest = rest[n:]
+	}
+	out := []byte{packed[0], packed[1]}
+	out = binary.AppendUvarint(out, math.MaxUint64-4)
+	out = binary.AppendUvarint(out, 16)
+	out = binary.AppendUvarint(out, 0)
+	return append(out, rest...)
 }

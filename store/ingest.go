@@ -39,7 +39,9 @@ type Target struct {
 type Incoming struct {
 	Raw []byte // exactly as received
 	// Large holds the bytes as received instead of Raw when they are too
-	// large for memory (a spool file); they are stored in chunks.
+	// large for memory (a spool file); they are stored in chunks. Ingest
+	// owns it, and the Large blobs of Parsed's attachments: it closes them
+	// once the message is stored or given up.
 	Large      message.Blob
 	Trace      []byte // our Received: header, prepended to the stored raw
 	Parsed     *message.Parsed
@@ -47,6 +49,16 @@ type Incoming struct {
 	Targets    []Target
 	ReceivedAt time.Time
 	Simulated  bool
+}
+
+// release closes the spooled parts of the message (see Large).
+func (in *Incoming) release() {
+	if in.Large != nil {
+		in.Large.Close()
+	}
+	if in.Parsed != nil {
+		in.Parsed.Close()
+	}
 }
 
 // rawLen is the size of the bytes as received.
@@ -122,14 +134,17 @@ type ingestResult struct {
 func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 	hash, err := in.rawHash()
 	if err != nil {
+		in.release()
 		return nil, err
 	}
 	req := &ingestReq{p: db.prepareHashed(in, hash), done: make(chan ingestResult, 1)}
 	select {
-	case db.ingestQ <- req:
+	case db.ingestQ <- req: // the writer releases it
 	case <-db.stopped:
+		in.release()
 		return nil, ErrClosed
 	case <-ctx.Done():
+		in.release()
 		return nil, ctx.Err()
 	}
 	select {
@@ -301,6 +316,7 @@ func (db *DB) commitBatch(ctx context.Context, batch []*ingestReq) {
 		return nil
 	})
 	for i, req := range batch {
+		req.p.in.release()
 		if err != nil {
 			results[i] = ingestResult{err: fmt.Errorf("commit ingest batch: %w", err)}
 		}

@@ -230,6 +230,11 @@ func (db *DB) commitSends(ctx context.Context) {
 		}
 		return nil
 	})
+	if err != nil && batch == nil {
+		// The transaction never began (the database is closed, or failing):
+		// the queued sends learn why, instead of taking turns to fail.
+		batch = db.takeSends()
+	}
 	for _, r := range batch {
 		if err != nil && r.err == nil {
 			r.res, r.err = SendResult{}, err

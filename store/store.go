@@ -225,10 +225,21 @@ func (db *DB) migrate(ctx context.Context) error {
 
 // tx runs fn in a write transaction on the writer connection, then writes
 // the search rows fn left pending (see indexLater) and commits.
+//
+// The transaction is begun without ctx's cancellation: database/sql rolls a
+// cancelled transaction back and hands the connection to the next caller
+// while fn may still run, and fn's pending search rows (db.search) belong
+// to whoever holds the connection. A cancelled ctx still stops fn's
+// statements, and fn's error rolls the transaction back here. A panic in fn
+// rolls back too, so the writer is never left inside a transaction.
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	db.search = db.search[:0]
 	err = fn(tx)
@@ -237,7 +248,6 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	clear(db.search) // the texts are not kept until the next transaction
 	if err != nil {
-		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
