@@ -345,8 +345,9 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		// The statements run without the caller's cancellation: under a
 		// cancellable context, database/sql and the driver start a watcher
-		// goroutine for every statement and every result set. Cancelling
-		// still rolls the transaction back (database/sql watches it once).
+		// goroutine for every statement and every result set. A cancelled
+		// caller stops the round only before it begins (db.tx); a round
+		// that has begun is short and finishes.
 		ctx := context.WithoutCancel(ctx)
 		now := db.now()
 		rows, err := db.query(ctx, tx, sqlDueLocal, string(prepared), ms(now))
