@@ -174,7 +174,7 @@ func (db *DB) insertKey(ctx context.Context, tx *sql.Tx, projectID, name string,
 const keyColumns = `id, project_id, name, scopes, inbox_ids, token_prefix, created_at, last_used_at`
 
 // scanKey reads keyColumns, then any extra columns into extra.
-func scanKey(row interface{ Scan(...any) error }, extra ...any) (Key, error) {
+func scanKey(row rowScanner, extra ...any) (Key, error) {
 	var k Key
 	var scopes string
 	var inboxes sql.NullString
@@ -224,19 +224,7 @@ func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
 func (db *DB) ListKeys(ctx context.Context, projectID string) ([]Key, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys
 		WHERE project_id = ? AND revoked_at IS NULL ORDER BY created_at, id`, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	var keys []Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return scanAll(rows, err, "list keys", func(r rowScanner) (Key, error) { return scanKey(r) })
 }
 
 // RevokeKey revokes a key; its token stops working at once.
@@ -296,7 +284,7 @@ func (db *DB) insertInbox(ctx context.Context, tx *sql.Tx, projectID string, in 
 
 const inboxColumns = `id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at`
 
-func scanInbox(row interface{ Scan(...any) error }) (Inbox, error) {
+func scanInbox(row rowScanner) (Inbox, error) {
 	var sc inboxScan
 	if err := row.Scan(sc.dest()...); err != nil {
 		return Inbox{}, err
@@ -328,19 +316,7 @@ func (sc *inboxScan) inbox() (Inbox, error) {
 // ListInboxes returns the project's inboxes, oldest first.
 func (db *DB) ListInboxes(ctx context.Context, projectID string) ([]Inbox, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE project_id = ? ORDER BY created_at, id`, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("list inboxes: %w", err)
-	}
-	defer rows.Close()
-	var out []Inbox
-	for rows.Next() {
-		ib, err := scanInbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list inboxes: %w", err)
-		}
-		out = append(out, ib)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "list inboxes", scanInbox)
 }
 
 // InboxByAddress finds an inbox by its address, case-insensitively.

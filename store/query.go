@@ -90,7 +90,7 @@ type Thread struct {
 
 const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at`
 
-func scanThread(row interface{ Scan(...any) error }) (Thread, error) {
+func scanThread(row rowScanner) (Thread, error) {
 	var sc threadScan
 	if err := row.Scan(sc.dest()...); err != nil {
 		return Thread{}, err
@@ -172,19 +172,7 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)
 	args = append(args, limit)
 	rows, err := db.r.QueryContext(ctx, b.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list threads: %w", err)
-	}
-	defer rows.Close()
-	var out []Thread
-	for rows.Next() {
-		t, err := scanThread(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list threads: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "list threads", scanThread)
 }
 
 // SeqKey is a keyset position in a thread: sequence, then id.
@@ -266,19 +254,7 @@ func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
 
 func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
 	rows, err := db.readQuery(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, what, scanMessage)
 }
 
 // DeleteMessage soft-deletes a message: it leaves lists and search, its

@@ -41,7 +41,7 @@ const messageColumnsSQL = `id, thread_id, inbox_id, sequence, direction, state, 
 	in_reply_to_json, references_json, thread_match, address_tag, parse_error, created_at, deleted_at IS NOT NULL,
 	direction = 'inbound' OR raw_size > 0`
 
-func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
+func scanMessage(row rowScanner) (Message, error) {
 	var m Message
 	var from sql.NullString
 	var to, cc, bcc, replyTo, irt, refs string
@@ -95,19 +95,7 @@ func (db *DB) GetMessage(ctx context.Context, inboxID, messageID string) (Messag
 // ThreadMessages returns a thread's messages in sequence order.
 func (db *DB) ThreadMessages(ctx context.Context, threadID string) ([]Message, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+messageColumnsSQL+` FROM messages WHERE thread_id = ? ORDER BY sequence, id`, threadID)
-	if err != nil {
-		return nil, fmt.Errorf("thread messages: %w", err)
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("thread messages: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "thread messages", scanMessage)
 }
 
 // Raw returns the stored raw message (trace header plus the bytes as
@@ -228,17 +216,5 @@ func (db *DB) Envelope(ctx context.Context, messageID string) (Envelope, error) 
 func (db *DB) InboxMessages(ctx context.Context, inboxID string) ([]Message, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+messageColumnsSQL+` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL
 		ORDER BY created_at DESC, id DESC`, inboxID)
-	if err != nil {
-		return nil, fmt.Errorf("inbox messages: %w", err)
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("inbox messages: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "inbox messages", scanMessage)
 }

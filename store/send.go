@@ -418,7 +418,7 @@ var ErrDecided = errors.New("approval already decided")
 const approvalColumns = `a.id, a.draft_id, a.inbox_id, a.status, a.requested_at, a.decided_at, a.decided_by, a.reason,
 	a.message_id, a.thread_id, d.raw, d.send`
 
-func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
+func scanApproval(row rowScanner) (Approval, error) {
 	var a Approval
 	var requested int64
 	var decided sql.NullInt64
@@ -463,19 +463,7 @@ func (db *DB) ListApprovals(ctx context.Context, inboxID string, after *TimeKey,
 		args = append(args, after.At, after.ID)
 	}
 	rows, err := db.r.QueryContext(ctx, q+` ORDER BY a.requested_at DESC, a.id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	defer rows.Close()
-	var out []Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "list approvals", scanApproval)
 }
 
 // Decide approves (queueing the exact draft) or rejects a pending approval.

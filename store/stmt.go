@@ -87,3 +87,27 @@ func (db *DB) readQuery(ctx context.Context, query string, args ...any) (*sql.Ro
 	}
 	return st.QueryContext(ctx, args...)
 }
+
+// rowScanner is a *sql.Row or *sql.Rows, as the scan functions take.
+type rowScanner = interface{ Scan(...any) error }
+
+// scanAll reads every row of a query with scan and closes rows; err is
+// the query's own error, and what names the query in errors.
+func scanAll[T any](rows *sql.Rows, err error, what string, scan func(rowScanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

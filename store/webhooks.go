@@ -148,7 +148,7 @@ func inboxesExist(ctx context.Context, tx *sql.Tx, projectID string, ids []strin
 
 const webhookEndpointColumns = `id, project_id, url, event_types, inbox_ids, enabled, coalesce(description, ''), coalesce(disabled_reason, ''), created_at`
 
-func scanWebhookEndpoint(row interface{ Scan(...any) error }) (WebhookEndpoint, error) {
+func scanWebhookEndpoint(row rowScanner) (WebhookEndpoint, error) {
 	var ep WebhookEndpoint
 	var types string
 	var inboxes sql.NullString
@@ -178,19 +178,7 @@ func scanWebhookEndpoint(row interface{ Scan(...any) error }) (WebhookEndpoint, 
 func (db *DB) WebhookEndpoints(ctx context.Context, projectID string) ([]WebhookEndpoint, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints
 		WHERE project_id = ? ORDER BY created_at, id`, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", err)
-	}
-	defer rows.Close()
-	var out []WebhookEndpoint
-	for rows.Next() {
-		ep, err := scanWebhookEndpoint(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list webhook endpoints: %w", err)
-		}
-		out = append(out, ep)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "list webhook endpoints", scanWebhookEndpoint)
 }
 
 // GetWebhookEndpoint returns one endpoint of a project.
@@ -534,7 +522,7 @@ const webhookDeliveryColumns = `d.id, d.endpoint_id, ev.id, ev.type, d.status, d
 const webhookDeliveryFrom = ` FROM webhook_deliveries d JOIN events ev ON ev.seq = d.event_seq
 	JOIN webhook_endpoints e ON e.id = d.endpoint_id`
 
-func scanWebhookDelivery(row interface{ Scan(...any) error }) (WebhookDelivery, error) {
+func scanWebhookDelivery(row rowScanner) (WebhookDelivery, error) {
 	var d WebhookDelivery
 	var next sql.NullInt64
 	var created int64
@@ -559,19 +547,7 @@ func (db *DB) WebhookDeliveries(ctx context.Context, projectID, endpointID strin
 		args = append(args, after.At, after.ID)
 	}
 	rows, err := db.r.QueryContext(ctx, q+` ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("webhook deliveries: %w", err)
-	}
-	defer rows.Close()
-	var out []WebhookDelivery
-	for rows.Next() {
-		d, err := scanWebhookDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("webhook deliveries: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, "webhook deliveries", scanWebhookDelivery)
 }
 
 // GetWebhookDelivery returns one delivery of an endpoint with its
