@@ -345,27 +345,17 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listJSON[threadMessageJSON]{Data: []threadMessageJSON{}}
-	page := msgs[:min(limit, len(msgs))]
-	atts, dels, err := s.extras(r, page)
+	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	for _, m := range page {
-		out.Data = append(out.Data, threadMessageJSON{
-			messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]), Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID]),
-		})
-	}
-	if len(msgs) > limit {
-		out.HasMore = true
-		last := page[len(page)-1]
-		if err := s.setCursor(&out.NextCursor, scope, store.SeqKey{Seq: last.Sequence, ID: last.ID}); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(s, w, r, msgs, limit, scope,
+		func(m store.Message) threadMessageJSON {
+			return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
+				Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
+		},
+		func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
 }
 
 // extras loads the attachments of a page of messages, and the recipients'
@@ -419,25 +409,14 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page := msgs[:min(limit, len(msgs))]
-	atts, dels, err := s.extras(r, page)
+	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))])
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listJSON[messageJSON]{Data: []messageJSON{}}
-	for _, m := range page {
-		out.Data = append(out.Data, messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]))
-	}
-	if len(msgs) > limit {
-		out.HasMore = true
-		last := page[len(page)-1]
-		if err := s.setCursor(&out.NextCursor, scope, store.TimeKey{At: last.CreatedAt.UnixMilli(), ID: last.ID}); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(s, w, r, msgs, limit, scope,
+		func(m store.Message) messageJSON { return messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]) },
+		func(m store.Message) any { return store.TimeKey{At: m.CreatedAt.UnixMilli(), ID: m.ID} })
 }
 
 // message loads the {message_id} of the path; deleted messages are not
