@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -28,15 +26,8 @@ func BenchmarkWebhookLatency(b *testing.B) {
 			data := b.TempDir()
 			s := startServer(b, data)
 			defer s.stop()
-			tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
-			c := apiClient{base: "http://" + s.http, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+			c, project, _ := adminAPI(b, data, s.http)
 			ctx := context.Background()
-			var me struct {
-				ProjectID string `json:"project_id"`
-			}
-			if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
-				b.Fatal(err)
-			}
 			var mu sync.Mutex
 			var lat []time.Duration
 			want := b.N * endpoints
@@ -58,7 +49,7 @@ func BenchmarkWebhookLatency(b *testing.B) {
 				}))
 				defer recv.Close()
 				var ep struct{ ID string }
-				if err := c.do(ctx, "POST", "/v1/projects/"+me.ProjectID+"/webhooks", map[string]any{"url": recv.URL}, "", &ep); err != nil {
+				if err := c.do(ctx, "POST", "/v1/projects/"+project+"/webhooks", map[string]any{"url": recv.URL}, "", &ep); err != nil {
 					b.Fatal(err)
 				}
 			}

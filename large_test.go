@@ -20,15 +20,11 @@ import (
 func TestLargeMessageThroughTheAPI(t *testing.T) {
 	data := t.TempDir()
 	s := startServer(t, data)
-	key, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(key))
+	c, project, inbox := adminAPI(t, data, s.http)
 	get := func(path string) []byte {
 		t.Helper()
 		req, _ := http.NewRequest("GET", "http://"+s.http+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+c.key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -64,13 +60,7 @@ func TestLargeMessageThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	getJSON("/v1/me", &me)
-	var inboxes struct{ Data []struct{ ID string } }
-	getJSON("/v1/projects/"+me.ProjectID+"/inboxes", &inboxes)
-	base := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID
+	base := "/v1/projects/" + project + "/inboxes/" + inbox
 	var feed struct {
 		Data []struct {
 			ID, Subject string

@@ -414,40 +414,14 @@ func TestKillDuringLoad(t *testing.T) {
 func TestSMTPToAPI(t *testing.T) {
 	data := t.TempDir()
 	s := startServer(t, data)
-	key, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(key))
+	c, project, inbox := adminAPI(t, data, s.http)
 	get := func(path string, v any) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+s.http+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b, _ := io.ReadAll(resp.Body)
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatal(err)
+		if err := c.do(context.Background(), "GET", path, nil, "", v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
 		}
 	}
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	get("/v1/me", &me)
-	var inboxes struct {
-		Data []struct{ ID, Address string }
-	}
-	get("/v1/projects/"+me.ProjectID+"/inboxes", &inboxes)
-	if len(inboxes.Data) != 1 || inboxes.Data[0].Address != "inbox@localhost" {
-		t.Fatalf("inboxes: %+v", inboxes)
-	}
-	base := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID
+	base := "/v1/projects/" + project + "/inboxes/" + inbox
 
 	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"},
 		"From: Ann <ann@example.com>\r\nMessage-ID: <q1@example.com>\r\nSubject: Quote?\r\n\r\nCan you quote 100 chairs?\r\n"); err != nil {
@@ -560,20 +534,9 @@ func TestIdempotentSendSurvivesKill(t *testing.T) {
 	bin := buildBinary(t)
 	data := t.TempDir()
 	cmd, _, httpAddr := startChild(t, bin, data)
-	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
-	c := apiClient{base: "http://" + httpAddr, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	c, project, inbox := adminAPI(t, data, httpAddr)
 	ctx := context.Background()
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
-		t.Fatal(err)
-	}
-	var inboxes struct{ Data []struct{ ID string } }
-	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/inboxes", nil, "", &inboxes); err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID
+	base := "/v1/projects/" + project + "/inboxes/" + inbox
 	// To itself: the local copy lands in the sender's thread as an echo,
 	// where a long-poll can wait for it.
 	body := map[string]any{"to": []string{"inbox@localhost"}, "subject": "once", "text": "exactly once"}
@@ -617,8 +580,7 @@ func TestIdempotentSendSurvivesKill(t *testing.T) {
 func TestSMTPToSignedWebhook(t *testing.T) {
 	data := t.TempDir()
 	s := startServer(t, data)
-	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
-	c := apiClient{base: "http://" + s.http, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	c, project, _ := adminAPI(t, data, s.http)
 	ctx := context.Background()
 
 	got := make(chan *http.Request, 4)
@@ -630,14 +592,8 @@ func TestSMTPToSignedWebhook(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
-		t.Fatal(err)
-	}
 	var ep struct{ ID, Secret string }
-	if err := c.do(ctx, "POST", "/v1/projects/"+me.ProjectID+"/webhooks", map[string]any{"url": recv.URL,
+	if err := c.do(ctx, "POST", "/v1/projects/"+project+"/webhooks", map[string]any{"url": recv.URL,
 		"event_types": []string{"message.received"}}, "", &ep); err != nil {
 		t.Fatal(err)
 	}
@@ -646,13 +602,13 @@ func TestSMTPToSignedWebhook(t *testing.T) {
 	var start struct {
 		NextCursor string `json:"next_cursor"`
 	}
-	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/events", nil, "", &start); err != nil {
+	if err := c.do(ctx, "GET", "/v1/projects/"+project+"/events", nil, "", &start); err != nil {
 		t.Fatal(err)
 	}
 	polled := make(chan []struct{ Type string }, 1)
 	go func() {
 		var p struct{ Data []struct{ Type string } }
-		c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/events?wait=30&after="+start.NextCursor, nil, "", &p)
+		c.do(ctx, "GET", "/v1/projects/"+project+"/events?wait=30&after="+start.NextCursor, nil, "", &p)
 		polled <- p.Data
 	}()
 	if err := sendMail(s.smtp, "ann@example.com", []string{"inbox@localhost"}, "Message-ID: <hook@example.com>\r\nSubject: hook\r\n\r\nhello\r\n"); err != nil {
@@ -730,17 +686,10 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 	bin := buildBinary(t)
 	data := t.TempDir()
 	cmd, smtpAddr, httpAddr := startChild(t, bin, data)
-	tok, _ := os.ReadFile(filepath.Join(data, "admin.key"))
-	c := apiClient{base: "http://" + httpAddr, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	c, project, _ := adminAPI(t, data, httpAddr)
 	ctx := context.Background()
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
-		t.Fatal(err)
-	}
 	var ep struct{ ID string }
-	if err := c.do(ctx, "POST", "/v1/projects/"+me.ProjectID+"/webhooks", map[string]any{"url": recv.URL}, "", &ep); err != nil {
+	if err := c.do(ctx, "POST", "/v1/projects/"+project+"/webhooks", map[string]any{"url": recv.URL}, "", &ep); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := gosmtp.Dial(smtpAddr)
@@ -766,7 +715,7 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 		t.Fatalf("%d of 1000 events delivered after the restart", len(seen))
 	}
 	db := openStore(t, data)
-	committed, err := db.Events(ctx, store.EventFilter{ProjectID: me.ProjectID}, 5000)
+	committed, err := db.Events(ctx, store.EventFilter{ProjectID: project}, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -815,4 +764,32 @@ func TestDebugAddrServesPprof(t *testing.T) {
 	if _, err := http.Get("http://" + m[1] + "/debug/pprof/"); err == nil {
 		t.Error("the debug listener still answers after shutdown")
 	}
+}
+
+// adminAPI returns an API client with the admin key of data, the project
+// it belongs to and the inbox the first start created.
+func adminAPI(t testing.TB, data, httpAddr string) (c apiClient, project, inbox string) {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(data, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = apiClient{base: "http://" + httpAddr, key: strings.TrimSpace(string(tok)), http: http.DefaultClient}
+	ctx := context.Background()
+	var me struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
+		t.Fatal(err)
+	}
+	var inboxes struct {
+		Data []struct{ ID, Address string }
+	}
+	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/inboxes", nil, "", &inboxes); err != nil {
+		t.Fatal(err)
+	}
+	if len(inboxes.Data) != 1 || inboxes.Data[0].Address != "inbox@localhost" {
+		t.Fatalf("inboxes: %+v", inboxes)
+	}
+	return c, me.ProjectID, inboxes.Data[0].ID
 }

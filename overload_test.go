@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -57,29 +55,15 @@ func TestOverload500Connections(t *testing.T) {
 	data := t.TempDir()
 	_, smtpAddr, httpAddr := startChild(t, bin, data) // the defaults: no limit flags
 	t.Logf("built and started the child in %v; --max-sessions default %d", time.Since(buildStart).Round(time.Millisecond), limit)
-	key, err := os.ReadFile(filepath.Join(data, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, project, inbox := adminAPI(t, data, httpAddr)
 	api := &overloadAPI{
 		base:  "http://" + httpAddr,
-		token: strings.TrimSpace(string(key)),
+		token: admin.key,
 		// A new TCP connection per request: the HTTP listener must accept
 		// during the storm, not just serve a warm keep-alive connection.
 		client: &http.Client{Timeout: 2 * guard, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
-	var me struct {
-		ProjectID string `json:"project_id"`
-	}
-	api.getJSON(t, "/v1/me", &me)
-	var inboxes struct {
-		Data []struct{ ID, Address string }
-	}
-	api.getJSON(t, "/v1/projects/"+me.ProjectID+"/inboxes", &inboxes)
-	if len(inboxes.Data) != 1 || inboxes.Data[0].Address != "inbox@localhost" {
-		t.Fatalf("inboxes: %+v", inboxes)
-	}
-	feed := "/v1/projects/" + me.ProjectID + "/inboxes/" + inboxes.Data[0].ID + "/messages"
+	feed := "/v1/projects/" + project + "/inboxes/" + inbox + "/messages"
 
 	// A prober asks /readyz and the message feed, one request at a time,
 	// from before the first connection until the last session is done.
