@@ -335,7 +335,8 @@ func (db *DB) InboxByAddress(ctx context.Context, address string) (Inbox, error)
 func (db *DB) DeleteInbox(ctx context.Context, projectID, inboxID string) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		// The contentless FTS table has no foreign key: clear it first.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE inbox_id = ?)`, inboxID); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE inbox_id = ?)
+			AND rowid <= (SELECT indexed_through FROM search_index)`, inboxID); err != nil {
 			return fmt.Errorf("delete inbox search rows: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID)
@@ -345,6 +346,9 @@ func (db *DB) DeleteInbox(ctx context.Context, projectID, inboxID string) error 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("delete inbox %s: %w", inboxID, ErrNotFound)
 		}
-		return nil
+		// New messages may now reuse the highest rowids (max(rowid) + 1):
+		// the mark must stay below them, or they would never be indexed.
+		_, err = tx.ExecContext(ctx, `UPDATE search_index SET indexed_through = min(indexed_through, (SELECT coalesce(max(rowid), 0) FROM messages))`)
+		return err
 	})
 }

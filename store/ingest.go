@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/inboxd/inboxd/message"
@@ -184,14 +183,7 @@ func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
 	if !m.HasText {
 		body = message.HTMLToText(m.HTML)
 	}
-	var addrs []string
-	for _, a := range append(append([]message.Address{}, m.To...), m.Cc...) {
-		addrs = append(addrs, a.Name, a.Email)
-	}
-	if m.From != nil {
-		addrs = append(addrs, m.From.Name, m.From.Email)
-	}
-	p.fts = [3]string{searchText(m.Subject), searchText(strings.Join(addrs, " ")), searchText(body)}
+	p.fts = searchCols(m.Subject, append(append([]message.Address{}, m.To...), m.Cc...), m.From, body)
 	return p
 }
 
@@ -256,6 +248,9 @@ func (db *DB) Run(ctx context.Context) error {
 		select {
 		case <-tick.C:
 			resolve()
+			continue
+		case <-db.sq.kick:
+			db.indexInBackground(context.WithoutCancel(ctx))
 			continue
 		case first = <-db.ingestQ:
 		case <-ctx.Done():
@@ -668,27 +663,9 @@ type searchRow struct {
 	cols  [3]string // subject, addresses, body
 }
 
-// indexLater queues a message's search row until its transaction is about
-// to commit. FTS5 writes its pending terms to disk as a new segment at
-// every savepoint: the explicit ones of a group commit, and the statement
-// savepoint SQLite opens for each later statement that may abort half-way
-// (any insert checking a foreign key, such as the event row right after
-// the message). Indexed at once, each message cost a segment write, and
-// later merges. Written together at the end, in db.tx, a transaction's
-// messages share one segment: for ingest batches (as the previous
-// ingest-only deferral did), sends and local deliveries alike. Nothing
-// reads messages_fts inside a write transaction.
+// indexLater hands a message's search row to the search indexer when its
+// transaction commits (searchindex.go).
 func (db *DB) indexLater(r searchRow) { db.search = append(db.search, r) }
-
-// writeSearchRows inserts the pending search rows of the transaction.
-func (db *DB) writeSearchRows(ctx context.Context, tx *sql.Tx) error {
-	for _, r := range db.search {
-		if _, err := db.exec(ctx, tx, sqlInsertFTS, r.rowid, r.cols[0], r.cols[1], r.cols[2]); err != nil {
-			return fmt.Errorf("index message: %w", err)
-		}
-	}
-	return nil
-}
 
 const sqlDropLink = `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`
 

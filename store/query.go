@@ -152,6 +152,9 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 		args = append(args, after.At, after.ID)
 	}
 	if !q.Empty() {
+		if err := db.awaitSearch(ctx); err != nil {
+			return nil, err
+		}
 		common, err := db.commonTerm(ctx, q)
 		if err != nil {
 			return nil, err
@@ -205,6 +208,9 @@ func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction 
 	args := []any{inboxID}
 	common := false
 	if !q.Empty() {
+		if err := db.awaitSearch(ctx); err != nil {
+			return nil, err
+		}
 		var err error
 		if common, err = db.commonTerm(ctx, q); err != nil {
 			return nil, err
@@ -274,7 +280,7 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - 1 WHERE id = ?`, threadID); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ?`, rowid); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ? AND rowid <= (SELECT indexed_through FROM search_index)`, rowid); err != nil {
 			return fmt.Errorf("delete message search row: %w", err)
 		}
 		return nil

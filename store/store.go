@@ -92,6 +92,7 @@ type DB struct {
 	// search holds the messages_fts rows of the open write transaction;
 	// only the holder of the writer connection touches it (see indexLater).
 	search []searchRow
+	sq     searchQueue // rows committed, not yet indexed (searchindex.go)
 
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
@@ -154,6 +155,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		changed:    make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
 		bodies:     newBodyPacker(),
+		sq:         newSearchQueue(),
 
 		readStmts: map[string]*sql.Stmt{},
 
@@ -166,6 +168,18 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := db.prepareHot(ctx); err != nil {
 		w.Close()
 		return nil, err
+	}
+	// Messages stored but not indexed before a stop are indexed by Run,
+	// or by the first search.
+	var behind bool
+	if err := w.QueryRowContext(ctx, `SELECT indexed_through < (SELECT coalesce(max(rowid), 0) FROM messages)
+		FROM search_index`).Scan(&behind); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("search index: %w", err)
+	}
+	if behind {
+		db.sq.committed = 1
+		db.sq.wake()
 	}
 	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
@@ -223,8 +237,9 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a write transaction on the writer connection, then writes
-// the search rows fn left pending (see indexLater) and commits.
+// tx runs fn in a write transaction on the writer connection, hands the
+// search rows fn left pending (see indexLater) to the search indexer and
+// commits.
 //
 // The transaction is begun without ctx's cancellation: database/sql rolls a
 // cancelled transaction back and hands the connection to the next caller
@@ -244,7 +259,7 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	db.search = db.search[:0]
 	err = fn(tx)
 	if err == nil {
-		err = db.writeSearchRows(ctx, tx)
+		db.sq.queue(db.search)
 	}
 	clear(db.search) // the texts are not kept until the next transaction
 	if err != nil {

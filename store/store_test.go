@@ -260,8 +260,11 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if err != nil || len(msgs) != n-n/10 {
 		t.Fatalf("stored %d, want %d (%v)", len(msgs), n-n/10, err)
 	}
-	// The full-text rows (written after the savepoints) follow the same
+	// The full-text rows (written after the commit) follow the same
 	// outcome: one per stored message, none for a failed one.
+	if err := db.awaitSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		var rows int
 		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?`, fmt.Sprintf("word%d", i)).Scan(&rows); err != nil {

@@ -58,6 +58,9 @@ func TestCancelledTransactionKeepsTheWriter(t *testing.T) {
 	if err := <-ingested; err != nil {
 		t.Fatal(err)
 	}
+	if err := db.awaitSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	var n int
 	if err := db.r.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'needle'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the acknowledged message has %d search rows (%v)", n, err)

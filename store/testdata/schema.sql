@@ -1,4 +1,4 @@
--- user_version = 7
+-- user_version = 8
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -268,6 +268,12 @@ CREATE TABLE raw_messages (
 	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 	data       BLOB NOT NULL
 , trace BLOB) STRICT;
+
+-- table search_index
+CREATE TABLE search_index (
+	id              INTEGER PRIMARY KEY CHECK (id = 1),
+	indexed_through INTEGER NOT NULL
+) STRICT;
 
 -- table settings
 CREATE TABLE settings (

@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+)
+
+// The search indexer. A message's messages_fts row is not written in the
+// transaction that stores the message but after it, by indexing passes
+// over everything stored since the last one. FTS5 writes a segment per
+// transaction and merges segments as they pile up: written with every
+// ingest batch of two or three messages, the flushing and merging (and the
+// tokenizing, 13% of the CPU at 64 KB) held up every acknowledgement.
+// A pass of a few hundred messages writes one segment.
+//
+// Nothing is lost in a crash: search_index.indexed_through (migration
+// 0008) marks how far the index is complete, by messages.rowid, and a
+// pass indexes the messages above it. Their texts are usually still in
+// memory from the ingest (searchQueue); after a restart, or past the
+// memory bound, a pass rebuilds them from the stored message.
+//
+// Searches never see a stale index: before a full-text query, awaitSearch
+// runs a pass itself when anything committed is not indexed yet.
+
+const (
+	// indexPassRows and indexPassBytes bound one pass: how long it holds
+	// the writer (and delays acknowledgements) and how large its segment is.
+	indexPassRows  = 512
+	indexPassBytes = 1 << 20
+	// indexDelay is how long committed messages may wait for a pass when
+	// fewer than indexPassRows are pending and nobody searches.
+	indexDelay = 200 * time.Millisecond
+	// queueBytes bounds the texts kept in memory for the next pass.
+	queueBytes = 32 << 20
+)
+
+// searchQueue holds the search rows of committed messages until a pass
+// writes them.
+type searchQueue struct {
+	mu    sync.Mutex
+	texts map[int64][3]string // by messages.rowid
+	bytes int
+	// committed counts the commits that stored messages; indexed is the
+	// value of committed that the last complete pass started from.
+	committed, indexed uint64
+	timer              *time.Timer // pending indexDelay, nil when none
+	kick               chan struct{}
+}
+
+func newSearchQueue() searchQueue {
+	return searchQueue{texts: map[int64][3]string{}, kick: make(chan struct{}, 1)}
+}
+
+func rowBytes(cols [3]string) int { return len(cols[0]) + len(cols[1]) + len(cols[2]) }
+
+// queue records the search rows of the transaction about to commit. It
+// runs while the caller still holds the writer, so no pass can start
+// between the commit and this bookkeeping. Rows of a transaction that then
+// fails to commit stay behind harmlessly: a pass only indexes rowids that
+// exist, and a later message reusing a rowid replaces its entry.
+func (q *searchQueue) queue(rows []searchRow) {
+	if len(rows) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range rows {
+		if old, ok := q.texts[r.rowid]; ok {
+			q.bytes -= rowBytes(old)
+			delete(q.texts, r.rowid)
+		}
+		if n := rowBytes(r.cols); q.bytes+n <= queueBytes {
+			q.texts[r.rowid] = r.cols
+			q.bytes += n
+		}
+	}
+	q.committed++
+	switch {
+	case len(q.texts) >= indexPassRows:
+		q.wake()
+	case q.timer == nil:
+		q.timer = time.AfterFunc(indexDelay, func() {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.timer = nil
+			q.wake()
+		})
+	}
+}
+
+// wake asks Run for a pass.
+func (q *searchQueue) wake() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns the queued row of rowid.
+func (q *searchQueue) take(rowid int64) ([3]string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cols, ok := q.texts[rowid]
+	if ok {
+		q.bytes -= rowBytes(cols)
+		delete(q.texts, rowid)
+	}
+	return cols, ok
+}
+
+// forget drops the queued rows at or below rowid: deleted before a pass
+// reached them, or rows of a transaction that did not commit.
+func (q *searchQueue) forget(through int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for id, cols := range q.texts {
+		if id <= through {
+			q.bytes -= rowBytes(cols)
+			delete(q.texts, id)
+		}
+	}
+}
+
+func (q *searchQueue) generation() (committed, indexed uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.committed, q.indexed
+}
+
+func (q *searchQueue) completed(gen uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.indexed = max(q.indexed, gen)
+}
+
+// indexSearch runs one pass. more reports that it stopped at its bounds
+// with messages left to index.
+func (db *DB) indexSearch(ctx context.Context) (more bool, err error) {
+	var gen uint64
+	var through int64
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		gen, _ = db.sq.generation() // the writer is ours: no commit is under way
+		more = false
+		if err := tx.QueryRowContext(ctx, `SELECT indexed_through FROM search_index`).Scan(&through); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+		type pending struct {
+			rowid   int64
+			deleted bool
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, deleted_at IS NOT NULL FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+			through, indexPassRows)
+		todo, err := scanAll(rows, err, "search index", func(r rowScanner) (p pending, err error) {
+			return p, r.Scan(&p.rowid, &p.deleted)
+		})
+		if err != nil {
+			return err
+		}
+		more = len(todo) == indexPassRows
+		size := 0
+		for i, p := range todo {
+			if size >= indexPassBytes {
+				more = true
+				todo = todo[:i]
+				break
+			}
+			cols, ok := db.sq.take(p.rowid)
+			if p.deleted {
+				continue
+			}
+			if !ok {
+				if cols, err = db.storedSearchRow(ctx, tx, p.rowid); err != nil {
+					return err
+				}
+			}
+			size += rowBytes(cols)
+			if _, err := db.exec(ctx, tx, sqlInsertFTS, p.rowid, cols[0], cols[1], cols[2]); err != nil {
+				return fmt.Errorf("index message: %w", err)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		through = todo[len(todo)-1].rowid
+		_, err = tx.ExecContext(ctx, `UPDATE search_index SET indexed_through = ?`, through)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	db.sq.forget(through)
+	if !more {
+		db.sq.completed(gen)
+	}
+	return more, nil
+}
+
+// awaitSearch makes everything committed before it was called searchable.
+func (db *DB) awaitSearch(ctx context.Context) error {
+	target, indexed := db.sq.generation()
+	for indexed < target {
+		if _, err := db.indexSearch(ctx); err != nil {
+			return err
+		}
+		_, indexed = db.sq.generation()
+	}
+	return nil
+}
+
+// indexInBackground runs one pass for Run and asks for the next one when
+// messages are left: ingest batches get the writer in between.
+func (db *DB) indexInBackground(ctx context.Context) {
+	more, err := db.indexSearch(ctx)
+	if err != nil {
+		db.log.Error("search index", "err", err)
+		return
+	}
+	if more {
+		db.sq.wake()
+	}
+}
+
+// storedSearchRow rebuilds a message's search row from what is stored, as
+// searchCols built it at ingest.
+func (db *DB) storedSearchRow(ctx context.Context, tx *sql.Tx, rowid int64) ([3]string, error) {
+	var subject, to, cc string
+	var from sql.NullString
+	var b Body
+	var packed []byte
+	err := tx.QueryRowContext(ctx, `SELECT m.subject, m.from_json, m.to_json, m.cc_json, b.text, b.html, b.packed
+		FROM messages m LEFT JOIN bodies b ON b.message_id = m.id WHERE m.rowid = ?`, rowid).
+		Scan(&subject, &from, &to, &cc, &b.Text, &b.HTML, &packed)
+	if err == nil && packed != nil {
+		b, err = db.bodies.unpack(packed)
+	}
+	var fromAddr Address
+	var toAddrs, ccAddrs []Address
+	if err == nil {
+		err = decodeAddresses(to, &toAddrs)
+	}
+	if err == nil {
+		err = decodeAddresses(cc, &ccAddrs)
+	}
+	if err == nil && from.Valid {
+		err = decodeAddress(from.String, &fromAddr)
+	}
+	if err != nil {
+		return [3]string{}, fmt.Errorf("search row of message %d: %w", rowid, err)
+	}
+	var addrs []message.Address
+	for _, a := range append(toAddrs, ccAddrs...) {
+		addrs = append(addrs, message.Address{Email: a.Email, Name: deref(a.Name)})
+	}
+	var fromMsg *message.Address
+	if from.Valid {
+		fromMsg = &message.Address{Email: fromAddr.Email, Name: deref(fromAddr.Name)}
+	}
+	body := deref(b.Text)
+	if b.Text == nil {
+		body = message.HTMLToText(deref(b.HTML))
+	}
+	return searchCols(subject, addrs, fromMsg, body), nil
+}
+
+// searchCols is a message's messages_fts row: its subject, the names and
+// addresses of To and Cc, then From, and its text (extracted from the HTML
+// when there is no text part).
+func searchCols(subject string, toCc []message.Address, from *message.Address, body string) [3]string {
+	var addrs []string
+	for _, a := range toCc {
+		addrs = append(addrs, a.Name, a.Email)
+	}
+	if from != nil {
+		addrs = append(addrs, from.Name, from.Email)
+	}
+	return [3]string{searchText(subject), searchText(strings.Join(addrs, " ")), searchText(body)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func searchThreads(t *testing.T, db *DB, inboxID, q string) int {
+	t.Helper()
+	query, err := ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads, err := db.ListThreads(context.Background(), inboxID, query, nil, 100)
+	if err != nil {
+		t.Fatalf("search %q: %v", q, err)
+	}
+	return len(threads)
+}
+
+func ftsRows(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.r.QueryRow(`SELECT count(*) FROM messages_fts_docsize`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A message is searchable as soon as it is acknowledged, whether or not
+// an indexing pass has run since.
+func TestSearchSeesEveryAcknowledgedMessage(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	const n = indexPassRows + 40 // more than one pass
+	for i := range n {
+		in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <s%d@x>\r\nSubject: s%d\r\n\r\nhaystack needle%d\r\n", i, i, i))
+		if _, err := db.Ingest(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 == 0 { // searches in between see everything so far
+			if got := searchThreads(t, db, b.Inbox.ID, fmt.Sprintf("needle%d", i)); got != 1 {
+				t.Fatalf("needle%d: %d threads right after its 250, want 1", i, got)
+			}
+		}
+	}
+	if got := searchThreads(t, db, b.Inbox.ID, "haystack"); got != min(n, 100) {
+		t.Errorf("haystack: %d threads, want %d", got, min(n, 100))
+	}
+	if got := ftsRows(t, db); got != n {
+		t.Errorf("%d full-text rows for %d messages", got, n)
+	}
+}
+
+// Messages committed but not indexed when the process stopped are indexed
+// after a restart, from what was stored, exactly as at ingest.
+func TestSearchIndexRebuildsAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(runCtx) }()
+
+	// Real mail of every shape: HTML only, CJK, encoded names, broken MIME.
+	files, err := filepath.Glob(filepath.Join("..", "message", "testdata", "golden", "*.eml"))
+	if err != nil || len(files) < 20 {
+		t.Fatalf("golden corpus: %d files (%v)", len(files), err)
+	}
+	want := map[int64][3]string{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := incoming(b.Inbox.ID, string(raw))
+		in.Parsed.MessageID = nil // distinct messages, one thread each
+		ds, err := db.Ingest(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 1 || ds[0].Duplicate || ds[0].Deferred {
+			t.Fatalf("%s: delivered %+v", f, ds)
+		}
+		var rowid int64
+		if err := db.r.QueryRow(`SELECT rowid FROM messages WHERE id = ?`, ds[0].MessageID).Scan(&rowid); err != nil {
+			t.Fatal(err)
+		}
+		want[rowid] = db.prepare(in).fts
+	}
+	cancel()
+	<-done
+	// The crash: nothing of the above reached the index.
+	if _, err := db.w.Exec(`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.Exec(`UPDATE search_index SET indexed_through = 0`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.w.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rowid, cols := range want {
+		got, err := db.storedSearchRow(ctx, tx, rowid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != cols {
+			t.Errorf("message %d: rebuilt search row\n%q\nat ingest\n%q", rowid, got, cols)
+		}
+	}
+	tx.Rollback()
+	if got := searchThreads(t, db, b.Inbox.ID, "Lieferung"); got == 0 && searchThreads(t, db, b.Inbox.ID, "the") == 0 {
+		t.Error("nothing found after the restart")
+	}
+	if got := ftsRows(t, db); got != len(want) {
+		t.Errorf("%d full-text rows after the restart, want %d", got, len(want))
+	}
+}
+
+// A message deleted before a pass reached it is never indexed; deleting
+// an inbox whose messages hold the highest rowids lowers the mark, so the
+// messages that reuse those rowids are indexed.
+func TestSearchIndexAndDeletes(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	ds, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Message-ID: <gone@x>\r\nSubject: gone\r\n\r\nvanished\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteMessage(ctx, b.Inbox.ID, ds[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchThreads(t, db, b.Inbox.ID, "vanished"); got != 0 {
+		t.Errorf("a deleted message is found (%d)", got)
+	}
+
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := db.Ingest(ctx, incoming(other.ID, fmt.Sprintf("Message-ID: <o%d@x>\r\nSubject: o\r\n\r\nobsolete\r\n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := searchThreads(t, db, other.ID, "obsolete"); got != 3 { // indexed, mark at the top
+		t.Fatalf("obsolete: %d threads, want 3", got)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Message-ID: <reuse@x>\r\nSubject: r\r\n\r\nreborn\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchThreads(t, db, b.Inbox.ID, "reborn"); got != 1 {
+		t.Errorf("a message stored after an inbox deletion: %d threads, want 1", got)
+	}
+	if got := ftsRows(t, db); got != 1 {
+		t.Errorf("%d full-text rows, want 1 (only the last message)", got)
+	}
+}
