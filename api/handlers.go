@@ -345,7 +345,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))])
+	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))], t.HasAttachments)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -358,13 +358,15 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
 }
 
-// extras loads the attachments of a page of messages, and the recipients'
-// delivery statuses of its outbound ones, in two queries.
-func (s *Server) extras(r *http.Request, page []store.Message) (map[string][]store.Attachment, map[string][]store.DeliveryStatus, error) {
-	ids := make([]string, 0, len(page))
-	var out []string
+// extras loads the attachments of a page of messages (unless none of them
+// can have any), and the recipients' delivery statuses of its outbound
+// ones, in up to two queries.
+func (s *Server) extras(r *http.Request, page []store.Message, attachments bool) (map[string][]store.Attachment, map[string][]store.DeliveryStatus, error) {
+	var ids, out []string
 	for _, m := range page {
-		ids = append(ids, m.ID)
+		if attachments {
+			ids = append(ids, m.ID)
+		}
 		if m.Direction == "outbound" {
 			out = append(out, m.ID)
 		}
@@ -409,7 +411,7 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))])
+	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))], true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -439,7 +441,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, dels, err := s.extras(r, []store.Message{m})
+	atts, dels, err := s.extras(r, []store.Message{m}, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

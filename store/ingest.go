@@ -538,7 +538,8 @@ const (
 	sqlInsertThread = `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`
 	sqlNextSequence = `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
-			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?
+			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?,
+			has_attachments = has_attachments OR ?
 		WHERE id = ? RETURNING last_sequence`
 	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
@@ -574,7 +575,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		}
 	}
 	var seq int64
-	if err := db.queryRow(ctx, tx, sqlNextSequence, ms(now), m.Preview, r.direction, threadID).Scan(&seq); err != nil {
+	if err := db.queryRow(ctx, tx, sqlNextSequence, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID).Scan(&seq); err != nil {
 		return Delivered{}, fmt.Errorf("next sequence: %w", err)
 	}
 	id := db.newID("msg_")

@@ -86,9 +86,11 @@ type Thread struct {
 	LastMessageAt                 time.Time
 	LastMessageDirection          string
 	CreatedAt                     time.Time
+	HasAttachments                bool // some message of the thread has attachments
 }
 
-const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at`
+const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at,
+	t.has_attachments`
 
 func scanThread(row rowScanner) (Thread, error) {
 	var sc threadScan
@@ -106,7 +108,8 @@ type threadScan struct {
 
 func (sc *threadScan) dest() []any {
 	t := &sc.t
-	return []any{&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &sc.last, &t.LastMessageDirection, &sc.created}
+	return []any{&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &sc.last, &t.LastMessageDirection, &sc.created,
+		&t.HasAttachments}
 }
 
 func (sc *threadScan) thread() Thread {

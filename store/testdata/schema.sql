@@ -1,4 +1,4 @@
--- user_version = 8
+-- user_version = 9
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -292,7 +292,7 @@ CREATE TABLE threads (
 	last_message_at        INTEGER NOT NULL,
 	last_message_direction TEXT NOT NULL,
 	created_at             INTEGER NOT NULL
-) STRICT;
+, has_attachments INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- table webhook_attempts
 CREATE TABLE webhook_attempts (

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+func threadFlags(t *testing.T, db *DB, inboxID string) map[string]bool {
+	t.Helper()
+	threads, err := db.ListThreads(context.Background(), inboxID, Query{}, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, th := range threads {
+		out[th.Subject] = th.HasAttachments
+	}
+	return out
+}
+
+// A thread has attachments from the first message with one on, whether
+// stored with it or set by migration 0009 for mail stored before.
+func TestThreadHasAttachments(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(runCtx) }()
+	for _, raw := range []string{
+		"Message-ID: <p1@x>\r\nSubject: plain\r\n\r\nno files\r\n",
+		"Message-ID: <p2@x>\r\nIn-Reply-To: <p1@x>\r\nSubject: plain\r\n\r\nstill none\r\n",
+		"Message-ID: <l1@x>\r\nSubject: later\r\n\r\nnone yet\r\n",
+		"Message-ID: <l2@x>\r\nIn-Reply-To: <l1@x>\r\nSubject: later\r\nMIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nnow one\r\n" +
+			"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n",
+	} {
+		if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]bool{"plain": false, "later": true}
+	check := func(when string) {
+		got := threadFlags(t, db, b.Inbox.ID)
+		for subject, w := range want {
+			if got[subject] != w {
+				t.Errorf("%s: thread %q has_attachments %v, want %v", when, subject, got[subject], w)
+			}
+		}
+	}
+	check("stored")
+	cancel()
+	<-done
+	db.Close()
+
+	// The database as it was before migration 0009.
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE threads DROP COLUMN has_attachments`, `PRAGMA user_version = 8`} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	raw.Close()
+	if db, err = Open(ctx, Options{Path: path}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check("migrated")
+}
