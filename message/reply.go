@@ -25,6 +25,9 @@ var attributionLines = []*regexp.Regexp{
 // starting with one and not ending in ':' may be wrapped onto the next.
 var attributionStart = regexp.MustCompile(`^(On|Am|Le|El|Op|Il|Em|Den|På|W dniu)\s`)
 
+// attributionFirst holds the first bytes of attributionStart's words.
+const attributionFirst = "OALEIDPW"
+
 var (
 	originalMessage  = regexp.MustCompile(`(?i)^-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|mensagem original|originalmeddelande|oprindelig meddelelse|opprinnelig melding)\s*-{2,}$`)
 	outlookSeparator = regexp.MustCompile(`^_{20,}$`)
@@ -127,7 +130,11 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 	}
 	// QUIRK: attribution lines wrapped by the sender's client, e.g.
 	// "On Mon, 3 Feb 2020 at 10:00, Jane Doe <jane@example.com>" / "wrote:".
-	if attributionStart.MatchString(line) {
+	// Each regexp below runs only on lines whose first byte it could
+	// match: most lines of a long body start with none of them, and a
+	// regexp call costs more than the scan of a short line.
+	first := line[0]
+	if strings.IndexByte(attributionFirst, first) >= 0 && attributionStart.MatchString(line) {
 		joined := line
 		for j := i + 1; j < len(lines) && j <= i+2; j++ {
 			next := strings.TrimSpace(lines[j])
@@ -140,10 +147,10 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 			}
 		}
 	}
-	if originalMessage.MatchString(line) {
+	if first == '-' && originalMessage.MatchString(line) {
 		return true
 	}
-	if outlookSeparator.MatchString(line) {
+	if first == '_' && outlookSeparator.MatchString(line) {
 		// QUIRK: Outlook's plain-text reply separator; only history when a
 		// From: header block follows, since people draw lines too.
 		for j := i + 1; j < len(lines) && j <= i+3; j++ {
@@ -153,7 +160,7 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 		}
 		return false
 	}
-	if outlookFrom.MatchString(line) {
+	if mayBeOutlookFrom(line) && outlookFrom.MatchString(line) {
 		// QUIRK: Outlook's reply header has no attribution line, only a
 		// From:/Sent:/To:/Subject: block.
 		sent, to := false, false
@@ -168,6 +175,13 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 		return sent && to
 	}
 	return false
+}
+
+// mayBeOutlookFrom is a first-byte filter for outlookFrom: an optional
+// '*', then f, v, d, o (either case) or a Cyrillic letter (lead byte 0xD0).
+func mayBeOutlookFrom(line string) bool {
+	line = strings.TrimPrefix(line, "*")
+	return line != "" && strings.IndexByte("fFvVdDoO\xd0", line[0]) >= 0
 }
 
 func isAttribution(line string) bool {
