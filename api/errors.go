@@ -58,9 +58,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }
 
+// writeJSON answers v as encoding/json's Encoder writes it, HTML characters
+// unescaped; a jsonAppender writes the same bytes without reflection.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
+	if a, ok := v.(jsonAppender); ok {
+		buf := jsonBufs.Get().(*[]byte)
+		*buf = append(a.appendJSON((*buf)[:0]), '\n')
+		if _, err := w.Write(*buf); err != nil {
+			slog.Debug("api: write response", "err", err)
+		}
+		if cap(*buf) <= maxJSONBuf {
+			jsonBufs.Put(buf)
+		}
+		return
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {

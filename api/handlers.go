@@ -230,6 +230,10 @@ func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows
 			return
 		}
 	}
+	if _, ok := any((*T)(nil)).(jsonAppender); ok {
+		writeJSON(w, http.StatusOK, &out) // the list's appendJSON needs elements that append themselves
+		return
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -306,7 +310,8 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, threadObject(t))
+	o := threadObject(t)
+	writeJSON(w, http.StatusOK, &o)
 }
 
 func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
@@ -446,7 +451,8 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]))
+	o := messageObject(m, ib.Environment, atts[m.ID], dels[m.ID])
+	writeJSON(w, http.StatusOK, &o)
 }
 
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {

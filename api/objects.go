@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -80,6 +81,18 @@ type threadJSON struct {
 	CreatedAt            string `json:"created_at"`
 }
 
+func (t *threadJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"id":`...), t.ID)
+	b = appendString(append(b, `,"inbox_id":`...), t.InboxID)
+	b = appendString(append(b, `,"subject":`...), t.Subject)
+	b = appendString(append(b, `,"preview":`...), t.Preview)
+	b = strconv.AppendInt(append(b, `,"message_count":`...), t.MessageCount, 10)
+	b = appendString(append(b, `,"last_message_at":`...), t.LastMessageAt)
+	b = appendString(append(b, `,"last_message_direction":`...), t.LastMessageDirection)
+	b = appendString(append(b, `,"created_at":`...), t.CreatedAt)
+	return append(b, '}')
+}
+
 func threadObject(t store.Thread) threadJSON {
 	return threadJSON{
 		ID: t.ID, InboxID: t.InboxID, Subject: t.Subject, Preview: t.Preview, MessageCount: t.MessageCount,
@@ -90,6 +103,12 @@ func threadObject(t store.Thread) threadJSON {
 type addressJSON struct {
 	Email string  `json:"email"`
 	Name  *string `json:"name"`
+}
+
+func (a *addressJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"email":`...), a.Email)
+	b = appendStringOrNull(append(b, `,"name":`...), a.Name)
+	return append(b, '}')
 }
 
 func addresses(as []store.Address) []addressJSON {
@@ -106,6 +125,13 @@ type recipientJSON struct {
 	DeliveryStatus *string `json:"delivery_status"`
 }
 
+func (r *recipientJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"email":`...), r.Email)
+	b = appendString(append(b, `,"type":`...), r.Type)
+	b = appendStringOrNull(append(b, `,"delivery_status":`...), r.DeliveryStatus)
+	return append(b, '}')
+}
+
 type attachmentJSON struct {
 	ID           string  `json:"id"`
 	Filename     *string `json:"filename"`
@@ -115,6 +141,18 @@ type attachmentJSON struct {
 	ContentID    *string `json:"content_id"`
 	ScanStatus   string  `json:"scan_status"`
 	Downloadable bool    `json:"downloadable"`
+}
+
+func (a *attachmentJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"id":`...), a.ID)
+	b = appendStringOrNull(append(b, `,"filename":`...), a.Filename)
+	b = strconv.AppendInt(append(b, `,"bytes":`...), a.Bytes, 10)
+	b = appendString(append(b, `,"content_type":`...), a.ContentType)
+	b = appendString(append(b, `,"disposition":`...), a.Disposition)
+	b = appendStringOrNull(append(b, `,"content_id":`...), a.ContentID)
+	b = appendString(append(b, `,"scan_status":`...), a.ScanStatus)
+	b = strconv.AppendBool(append(b, `,"downloadable":`...), a.Downloadable)
+	return append(b, '}')
 }
 
 func attachmentObject(a store.Attachment) attachmentJSON {
@@ -154,12 +192,56 @@ type messageJSON struct {
 	RFCMessageIDGenerated bool             `json:"rfc_message_id_generated"`
 }
 
+func (m *messageJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"id":`...), m.ID)
+	b = appendString(append(b, `,"thread_id":`...), m.ThreadID)
+	b = appendString(append(b, `,"inbox_id":`...), m.InboxID)
+	b = appendString(append(b, `,"direction":`...), m.Direction)
+	b = appendString(append(b, `,"subject":`...), m.Subject)
+	b = appendString(append(b, `,"preview":`...), m.Preview)
+	b = appendString(append(b, `,"state":`...), m.State)
+	b = appendString(append(b, `,"environment":`...), m.Environment)
+	b = strconv.AppendBool(append(b, `,"simulated":`...), m.Simulated)
+	b = strconv.AppendBool(append(b, `,"echo":`...), m.Echo)
+	if b = append(b, `,"from":`...); m.From == nil {
+		b = append(b, "null"...)
+	} else {
+		b = m.From.appendJSON(b)
+	}
+	b = appendArray(append(b, `,"to":`...), m.To)
+	b = appendArray(append(b, `,"cc":`...), m.Cc)
+	b = appendArray(append(b, `,"bcc":`...), m.Bcc)
+	b = appendArray(append(b, `,"reply_to":`...), m.ReplyTo)
+	b = appendArray(append(b, `,"recipients":`...), m.Recipients)
+	b = appendArray(append(b, `,"attachments":`...), m.Attachments)
+	b = appendString(append(b, `,"created_at":`...), m.CreatedAt)
+	b = strconv.AppendBool(append(b, `,"body_available":`...), m.BodyAvailable)
+	b = strconv.AppendBool(append(b, `,"original_raw_available":`...), m.OriginalRawAvailable)
+	b = appendString(append(b, `,"rfc_message_id":`...), m.RFCMessageID)
+	b = appendArray(append(b, `,"in_reply_to":`...), m.InReplyTo)
+	b = appendArray(append(b, `,"references":`...), m.References)
+	b = appendString(append(b, `,"thread_match":`...), m.ThreadMatch)
+	b = appendStringOrNull(append(b, `,"address_tag":`...), m.AddressTag)
+	b = appendStringOrNull(append(b, `,"parse_error":`...), m.ParseError)
+	b = strconv.AppendBool(append(b, `,"rfc_message_id_generated":`...), m.RFCMessageIDGenerated)
+	return append(b, '}')
+}
+
 // threadMessageJSON is the message object of the thread-messages route,
 // the only one that carries sequence and delivery_status.
 type threadMessageJSON struct {
 	messageJSON
 	Sequence       int64   `json:"sequence"`
 	DeliveryStatus *string `json:"delivery_status"`
+}
+
+// appendJSON writes the embedded message's fields first and then its own,
+// in one object, as encoding/json flattens an embedded struct.
+func (m *threadMessageJSON) appendJSON(b []byte) []byte {
+	b = m.messageJSON.appendJSON(b)
+	b = strconv.AppendInt(append(b[:len(b)-1], `,"sequence":`...), m.Sequence, 10)
+	b = appendStringOrNull(append(b, `,"delivery_status":`...), m.DeliveryStatus)
+	return append(b, '}')
 }
 
 // firstToStatus is the status of the first To recipient (SPEC §5.4); null
@@ -218,4 +300,13 @@ type listJSON[T any] struct {
 	Data       []T     `json:"data"`
 	NextCursor *string `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
+}
+
+// appendJSON is for T whose pointer is a jsonAppender (writePage checks):
+// other lists go through encoding/json.
+func (l *listJSON[T]) appendJSON(b []byte) []byte {
+	b = appendArray(append(b, `{"data":`...), l.Data)
+	b = appendStringOrNull(append(b, `,"next_cursor":`...), l.NextCursor)
+	b = strconv.AppendBool(append(b, `,"has_more":`...), l.HasMore)
+	return append(b, '}')
 }
