@@ -49,6 +49,9 @@ type Server struct {
 	sender      *outbound.Service
 	maxSendBody int64
 	flight      inFlight
+
+	keys  *readCache[store.Key] // by the SHA-256 of the token (authenticate)
+	pages *readCache[[]byte]    // thread-messages pages (threadMessages)
 }
 
 // New returns the HTTP handler.
@@ -76,7 +79,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
-		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}}}
+		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
+		keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	return s.routes(cfg), nil
 }
 

@@ -32,12 +32,13 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	t     testing.TB
-	db    *store.DB
-	boot  store.Bootstrapped
-	srv   *httptest.Server
-	clock *clock
-	admin string // admin token
+	t      testing.TB
+	db     *store.DB
+	boot   store.Bootstrapped
+	srv    *httptest.Server
+	clock  *clock
+	admin  string // admin token
+	dbPath string // of the database file
 }
 
 // newEnv starts a real store (with its writer) and the API on a loopback
@@ -79,7 +80,7 @@ func newEnv(t testing.TB, cfg Config, opts ...func(*store.Options)) *env {
 		<-done
 		db.Close()
 	})
-	return &env{t: t, db: db, boot: boot, srv: srv, clock: clk, admin: boot.AdminToken}
+	return &env{t: t, db: db, boot: boot, srv: srv, clock: clk, admin: boot.AdminToken, dbPath: o.Path}
 }
 
 // deliver ingests raw mail into an inbox through the real ingest path and

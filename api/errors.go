@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -58,22 +59,34 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }
 
+// appendJSONLine appends a's JSON and the Encoder's newline.
+func appendJSONLine(b []byte, a jsonAppender) []byte { return append(a.appendJSON(b), '\n') }
+
+// writeBody answers a JSON body rendered already, in one write with its
+// length (not chunked).
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	if _, err := w.Write(body); err != nil {
+		slog.Debug("api: write response", "err", err)
+	}
+}
+
 // writeJSON answers v as encoding/json's Encoder writes it, HTML characters
 // unescaped; a jsonAppender writes the same bytes without reflection.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
 	if a, ok := v.(jsonAppender); ok {
 		buf := jsonBufs.Get().(*[]byte)
-		*buf = append(a.appendJSON((*buf)[:0]), '\n')
-		if _, err := w.Write(*buf); err != nil {
-			slog.Debug("api: write response", "err", err)
-		}
+		*buf = appendJSONLine((*buf)[:0], a)
+		writeBody(w, status, *buf)
 		if cap(*buf) <= maxJSONBuf {
 			jsonBufs.Put(buf)
 		}
 		return
 	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {

@@ -219,6 +219,20 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 // row shown.
 func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows []R, limit int, scope cursorScope,
 	render func(R) T, position func(R) any) {
+	out, err := buildPage(s, rows, limit, scope, render, position)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, ok := any((*T)(nil)).(jsonAppender); ok {
+		writeJSON(w, http.StatusOK, &out) // the list's appendJSON needs elements that append themselves
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// buildPage is writePage's list object.
+func buildPage[R, T any](s *Server, rows []R, limit int, scope cursorScope, render func(R) T, position func(R) any) (listJSON[T], error) {
 	out := listJSON[T]{Data: make([]T, 0, min(len(rows), limit))}
 	for _, row := range rows[:min(len(rows), limit)] {
 		out.Data = append(out.Data, render(row))
@@ -226,15 +240,10 @@ func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows
 	if len(rows) > limit {
 		out.HasMore = true
 		if err := s.setCursor(&out.NextCursor, scope, position(rows[limit-1])); err != nil {
-			s.writeError(w, r, err)
-			return
+			return listJSON[T]{}, err
 		}
 	}
-	if _, ok := any((*T)(nil)).(jsonAppender); ok {
-		writeJSON(w, http.StatusOK, &out) // the list's appendJSON needs elements that append themselves
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // poll runs query until it finds something or wait runs out (wait 0:
@@ -315,6 +324,20 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
+	// A page asked for without waiting is the same for as long as the
+	// database is: served from s.pages while its version holds. Only a
+	// request that succeeded put it there, so its checks passed for the
+	// same project, inbox, thread and parameters; the key's grant is
+	// checked again.
+	k := keyFrom(r)
+	inboxID := chi.URLParam(r, "inbox_id")
+	cacheKey := k.ProjectID + "/" + inboxID + "/" + chi.URLParam(r, "thread_id") + "?" + r.URL.RawQuery
+	wait, waitErr := waitParam(r)
+	cacheable := waitErr == nil && wait == 0
+	if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok && cacheable && canSee(k, inboxID) {
+		writeBody(w, http.StatusOK, body)
+		return
+	}
 	ib, t, err := s.thread(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -325,9 +348,8 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	wait, err := waitParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	if waitErr != nil {
+		s.writeError(w, r, waitErr)
 		return
 	}
 	afterSeq, err := intParam(r, "after_sequence")
@@ -355,12 +377,21 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writePage(s, w, r, msgs, limit, scope,
+	out, err := buildPage(s, msgs, limit, scope,
 		func(m store.Message) threadMessageJSON {
 			return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
 				Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
 		},
 		func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body := appendJSONLine(nil, &out)
+	if cacheable {
+		s.pages.put(cacheKey, versionFrom(r), body, len(body))
+	}
+	writeBody(w, http.StatusOK, body)
 }
 
 // extras loads the attachments of a page of messages (unless none of them

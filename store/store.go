@@ -65,6 +65,7 @@ type Options struct {
 // DB is an open inboxd database.
 type DB struct {
 	w, r   *sql.DB
+	ver    *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
 	now    func() time.Time
 	log    *slog.Logger
 	randMu sync.Mutex
@@ -189,13 +190,37 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	db.r = r
+	ver, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open version connection: %w", err)
+	}
+	ver.SetMaxOpenConns(1)
+	ver.SetMaxIdleConns(1)
+	ver.SetConnMaxIdleTime(0)
+	ver.SetConnMaxLifetime(0)
+	db.ver = ver
 	return db, nil
 }
 
-// Close closes both pools. Stop the writer (cancel Run's context and wait)
+// Close closes the pools. Stop the writer (cancel Run's context and wait)
 // first so that nothing acknowledged is still queued.
 func (db *DB) Close() error {
-	return errors.Join(db.r.Close(), db.w.Close())
+	return errors.Join(db.ver.Close(), db.r.Close(), db.w.Close())
+}
+
+// DataVersion returns a number that changes whenever anything is committed
+// to the database, by this process or another one (the CLI, say): PRAGMA
+// data_version, asked always on the same connection, which never writes.
+// A value computed from the database stays right for as long as the
+// version is the same.
+func (db *DB) DataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := db.ver.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("data version: %w", err)
+	}
+	return v, nil
 }
 
 // migrate applies the embedded migrations newer than PRAGMA user_version,

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+// Pages and keys served from memory are exactly as fresh as the database:
+// any commit, by this process or another one, retires them; and a cached
+// page never widens a key's grant.
+func TestReadCacheFollowsTheDatabase(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	ib := e.boot.Inbox.ID
+	d := e.deliver(ib, rawMail("c1@example.com", "cached", "first"))
+	page := e.path("/inboxes/%s/threads/%s/messages", ib, d.ThreadID)
+	count := func(token string) int {
+		t.Helper()
+		r := e.get(token, page)
+		if r.status != 200 {
+			t.Fatalf("GET page: %d %s", r.status, r.body)
+		}
+		return len(r.json(t)["data"].([]any))
+	}
+	for range 2 { // the second from the cache
+		if n := count(e.admin); n != 1 {
+			t.Fatalf("%d messages, want 1", n)
+		}
+	}
+
+	// This process commits: a reply lands in the thread.
+	e.deliver(ib, rawMail("c2@example.com", "Re: cached", "second", "In-Reply-To: <c1@example.com>\r\n"))
+	if n := count(e.admin); n != 2 {
+		t.Errorf("after a reply: %d messages, want 2", n)
+	}
+
+	// Another process commits (the CLI, or sqlite3 on the file): the first
+	// message is deleted behind the server's back.
+	other, err := sql.Open("sqlite", e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`UPDATE messages SET deleted_at = 1 WHERE id = ?`, d.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(e.admin); n != 1 {
+		t.Errorf("after another process deleted a message: %d messages, want 1", n)
+	}
+
+	// A key restricted to another inbox does not get the cached page.
+	b, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "b@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyB := e.key(store.AllScopes(), []string{b.ID})
+	count(e.admin) // cached at the version after the key was made
+	if r := e.get(onlyB, page); r.status != 404 || string(r.body) != notFoundBody {
+		t.Errorf("a key for inbox B asked for A's cached page: %d %s", r.status, r.body)
+	}
+
+	// A key revoked by another process fails at its next request.
+	k, token, err := e.db.CreateKey(ctx, e.boot.ProjectID, "cached", store.AllScopes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count(token)
+	if _, err := other.Exec(`UPDATE api_keys SET revoked_at = 1 WHERE id = ?`, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.get(token, page); r.status != 401 {
+		t.Errorf("a key revoked by another process: %d %s", r.status, r.body)
+	}
+}
