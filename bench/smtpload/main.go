@@ -43,7 +43,7 @@ type config struct {
 	n, c, size, refs, attachBytes int
 	duration                      time.Duration
 	reuse                         bool
-	replyShare, attachRate        float64
+	replyShare, attachRate, rate  float64
 	seed                          uint64
 }
 
@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&cfg.from, "from", "load@example.com", "envelope sender")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the report as JSON to this `file`")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (message content, replies, attachments)")
+	fs.Float64Var(&cfg.rate, "rate", 0, "send at most this many messages per second in all (0: as fast as the server answers)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +88,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	l := &loader{cfg: cfg, rec: loadstat.NewRecorder(), run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if cfg.rate > 0 {
+		tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.rate))
+		defer tick.Stop()
+		l.pace = tick.C
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range cfg.c {
@@ -95,7 +101,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	wg.Wait()
 	rep := l.rec.Report("smtpload", map[string]any{
 		"addr": cfg.addr, "n": cfg.n, "c": cfg.c, "size": cfg.size, "duration": cfg.duration.String(),
-		"reuse": cfg.reuse, "reply_share": cfg.replyShare, "attach_rate": cfg.attachRate, "attach_bytes": cfg.attachBytes, "refs": cfg.refs,
+		"reuse": cfg.reuse, "rate": cfg.rate, "reply_share": cfg.replyShare, "attach_rate": cfg.attachRate, "attach_bytes": cfg.attachBytes, "refs": cfg.refs,
 	}, time.Since(start))
 	if err := rep.WriteText(stdout); err != nil {
 		return err
@@ -117,6 +123,7 @@ type loader struct {
 	rec  *loadstat.Recorder
 	run  string // makes Message-IDs unique across runs
 	next atomic.Int64
+	pace <-chan time.Time // with -rate, one tick per message
 
 	mu     sync.Mutex
 	recent [1024]sent // a ring of accepted messages
@@ -184,6 +191,13 @@ func (l *loader) worker(ctx context.Context, rng *rand.Rand) {
 		}
 	}()
 	for ctx.Err() == nil {
+		if l.pace != nil {
+			select {
+			case <-l.pace:
+			case <-ctx.Done():
+				return
+			}
+		}
 		i := l.next.Add(1) - 1
 		if l.cfg.n > 0 && i >= int64(l.cfg.n) {
 			return

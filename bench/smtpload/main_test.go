@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gosmtp "github.com/emersion/go-smtp"
 
@@ -23,6 +24,13 @@ import (
 type sink struct {
 	mu   sync.Mutex
 	msgs [][]byte
+}
+
+// received returns what the server has stored so far.
+func (k *sink) received() [][]byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.msgs
 }
 
 func (k *sink) NewSession(*gosmtp.Conn) (gosmtp.Session, error) { return &sinkSession{k: k}, nil }
@@ -81,10 +89,10 @@ func TestSendIsTransparent(t *testing.T) {
 	if err := l.send(c, msg); err != nil {
 		t.Fatal(err)
 	}
-	if len(k.msgs) != 1 {
-		t.Fatalf("server got %d messages, want 1", len(k.msgs))
+	if len(k.received()) != 1 {
+		t.Fatalf("server got %d messages, want 1", len(k.received()))
 	}
-	got := k.msgs[0]
+	got := k.received()[0]
 	header, rest, _ := bytes.Cut(got, []byte("\r\n"))
 	if !strings.HasPrefix(string(header), SentHeader+": ") {
 		t.Errorf("first line %q, want the %s header", header, SentHeader)
@@ -129,7 +137,7 @@ func TestRunReportsAcceptedAndRefused(t *testing.T) {
 		}
 	}
 	ids := map[string]bool{}
-	for _, m := range k.msgs {
+	for _, m := range k.received() {
 		i := bytes.Index(m, []byte("Message-ID: <"))
 		if i < 0 {
 			t.Fatalf("message without a Message-ID:\n%s", m)
@@ -137,7 +145,23 @@ func TestRunReportsAcceptedAndRefused(t *testing.T) {
 		id, _, _ := bytes.Cut(m[i:], []byte("\r\n"))
 		ids[string(id)] = true
 	}
-	if len(k.msgs) != 20 || len(ids) != 20 {
-		t.Errorf("server got %d messages with %d distinct Message-IDs, want 20 and 20", len(k.msgs), len(ids))
+	if len(k.received()) != 20 || len(ids) != 20 {
+		t.Errorf("server got %d messages with %d distinct Message-IDs, want 20 and 20", len(k.received()), len(ids))
+	}
+}
+
+// -rate spaces the messages out: n messages at r per second take at least
+// (n-1)/r seconds (a lower bound only; a busy machine may take longer).
+func TestRatePacesTheRun(t *testing.T) {
+	k, addr := startSink(t)
+	start := time.Now()
+	if err := run(context.Background(), []string{"-addr", addr, "-n", "6", "-c", "3", "-rate", "50"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 5*20*time.Millisecond {
+		t.Errorf("6 messages at 50/s took %v, want at least 100ms", took)
+	}
+	if len(k.received()) != 6 {
+		t.Errorf("server got %d messages, want 6", len(k.received()))
 	}
 }
