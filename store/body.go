@@ -2,12 +2,13 @@ package store
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/inboxd/inboxd/message"
 )
