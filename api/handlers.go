@@ -328,12 +328,13 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	// database is: served from s.pages while its version holds. Only a
 	// request that succeeded put it there, so its checks passed for the
 	// same project, inbox, thread and parameters; the key's grant is
-	// checked again.
+	// checked again. Pages asked for with a cursor are not cached: the
+	// cursor's own expiry must be checked at every request.
 	k := keyFrom(r)
 	inboxID := chi.URLParam(r, "inbox_id")
 	cacheKey := k.ProjectID + "/" + inboxID + "/" + chi.URLParam(r, "thread_id") + "?" + r.URL.RawQuery
 	wait, waitErr := waitParam(r)
-	cacheable := waitErr == nil && wait == 0
+	cacheable := waitErr == nil && wait == 0 && !r.URL.Query().Has("cursor")
 	if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok && cacheable && canSee(k, inboxID) {
 		writeBody(w, http.StatusOK, body)
 		return

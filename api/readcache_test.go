@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -73,5 +75,28 @@ func TestReadCacheFollowsTheDatabase(t *testing.T) {
 	}
 	if r := e.get(token, page); r.status != 401 {
 		t.Errorf("a key revoked by another process: %d %s", r.status, r.body)
+	}
+}
+
+// A page asked for with a cursor is not served from the cache: the cursor
+// expires at its own time, which a cached page would outlive.
+func TestReadCacheChecksEveryCursor(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	d := e.deliver(ib, rawMail("k1@example.com", "paged", "one"))
+	e.deliver(ib, rawMail("k2@example.com", "Re: paged", "two", "In-Reply-To: <k1@example.com>\r\n"))
+	first := e.get(e.admin, e.path("/inboxes/%s/threads/%s/messages?limit=1", ib, d.ThreadID)).json(t)
+	cursor, _ := first["next_cursor"].(string)
+	if cursor == "" {
+		t.Fatalf("no next_cursor: %v", first)
+	}
+	page := e.path("/inboxes/%s/threads/%s/messages?limit=1&cursor=%s", ib, d.ThreadID, url.QueryEscape(cursor))
+	e.clock.Advance(cursorTTL - 10*time.Second)
+	if r := e.get(e.admin, page); r.status != 200 {
+		t.Fatalf("cursor before its expiry: %d %s", r.status, r.body)
+	}
+	e.clock.Advance(20 * time.Second) // past the expiry; within a cache entry's life
+	if r := e.get(e.admin, page); r.status != 400 || r.json(t)["error"].(map[string]any)["code"] != "invalid_cursor" {
+		t.Errorf("expired cursor: %d %s", r.status, r.body)
 	}
 }
