@@ -37,7 +37,7 @@ const (
 	// fewer than indexPassRows are pending and nobody searches.
 	indexDelay = 200 * time.Millisecond
 	// queueBytes bounds the texts kept in memory for the next pass.
-	queueBytes = 32 << 20
+	queueBytes = 16 << 20
 )
 
 // searchQueue holds the search rows of committed messages until a pass
