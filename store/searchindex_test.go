@@ -60,17 +60,7 @@ func TestSearchSeesEveryAcknowledgedMessage(t *testing.T) {
 func TestSearchIndexRebuildsAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")
-	db, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); db.Run(runCtx) }()
+	db, b, stop := openRunning(t, Options{Path: path})
 
 	// Real mail of every shape: HTML only, CJK, encoded names, broken MIME.
 	files, err := filepath.Glob(filepath.Join("..", "message", "testdata", "golden", "*.eml"))
@@ -98,16 +88,13 @@ func TestSearchIndexRebuildsAfterRestart(t *testing.T) {
 		}
 		want[rowid] = db.prepare(in).fts
 	}
-	cancel()
-	<-done
 	// The crash: nothing of the above reached the index.
-	if _, err := db.w.Exec(`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`, `UPDATE search_index SET indexed_through = 0`} {
+		if _, err := db.w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := db.w.Exec(`UPDATE search_index SET indexed_through = 0`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	stop()
 
 	db, err = Open(ctx, Options{Path: path})
 	if err != nil {

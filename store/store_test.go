@@ -22,24 +22,36 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // when the test ends.
 func openTest(t testing.TB) (*DB, Bootstrapped) {
 	t.Helper()
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
+	return db, b
+}
+
+// openRunning opens (bootstrapping) the database of opts and runs its
+// writer. stop ends Run and closes the database; cleanup calls it too.
+func openRunning(t testing.TB, opts Options) (*DB, Bootstrapped, func()) {
+	t.Helper()
 	ctx := context.Background()
-	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
+	db, err := Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, created, err := db.Bootstrap(ctx)
-	if err != nil || !created {
-		t.Fatalf("bootstrap: %v %v", created, err)
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); db.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		db.Close()
-	})
-	return db, b
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			db.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return db, b, stop
 }
 
 func incoming(inboxID, raw string) *Incoming {

@@ -25,17 +25,7 @@ func threadFlags(t *testing.T, db *DB, inboxID string) map[string]bool {
 func TestThreadHasAttachments(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")
-	db, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); db.Run(runCtx) }()
+	db, b, stop := openRunning(t, Options{Path: path})
 	for _, raw := range []string{
 		"Message-ID: <p1@x>\r\nSubject: plain\r\n\r\nno files\r\n",
 		"Message-ID: <p2@x>\r\nIn-Reply-To: <p1@x>\r\nSubject: plain\r\n\r\nstill none\r\n",
@@ -58,9 +48,7 @@ func TestThreadHasAttachments(t *testing.T) {
 		}
 	}
 	check("stored")
-	cancel()
-	<-done
-	db.Close()
+	stop()
 
 	// The database as it was before migration 0009.
 	raw, err := sql.Open("sqlite", path)
@@ -73,7 +61,8 @@ func TestThreadHasAttachments(t *testing.T) {
 		}
 	}
 	raw.Close()
-	if db, err = Open(ctx, Options{Path: path}); err != nil {
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()

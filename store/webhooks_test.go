@@ -28,24 +28,8 @@ func (c *testClock) Advance(d time.Duration) {
 // openClocked is openTest with a fake clock.
 func openClocked(t *testing.T) (*DB, Bootstrapped, *testClock) {
 	t.Helper()
-	ctx := context.Background()
 	clk := &testClock{t: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
-	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); db.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		db.Close()
-	})
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now})
 	return db, b, clk
 }
 
