@@ -121,6 +121,9 @@ func ParseReader(r io.Reader, opts Options) (p *Parsed) {
 		Attachments: []Attachment{},
 	}
 	ps := &parser{out: p, spill: opts.Spill}
+	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, bytes.Buffer, strings.Reader
+		ps.size = l.Len()
+	}
 	defer func() {
 		// A bug in a dependency or here must not lose the message: the caller
 		// still stores the raw bytes, and ParseError says why fields are empty.

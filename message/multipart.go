@@ -27,9 +27,9 @@ type multipartReader struct {
 	partsSeen int
 }
 
-func newMultipartReader(r io.Reader, boundary string) *multipartReader {
+func newMultipartReader(r io.Reader, boundary string, bufSize int) *multipartReader {
 	return &multipartReader{
-		src:  lineReader{br: bufio.NewReaderSize(r, 8<<10)},
+		src:  lineReader{br: bufio.NewReaderSize(r, bufSize)},
 		dash: []byte("--" + boundary),
 	}
 }

@@ -29,6 +29,18 @@ type parser struct {
 	leaves  int
 	report  bool // a delivery status report was seen; only the first counts
 	spill   func() Blob
+	size    int // of the whole message when known (read from memory), else 0
+}
+
+// bufSize is the size of a read buffer over (part of) the message: limit,
+// or less when the whole message is smaller. No line is longer than the
+// message, so a smaller buffer never splits a line that limit would not;
+// a 4 KB message then costs 12 KB of buffers instead of 48 KB.
+func (ps *parser) bufSize(limit int) int {
+	if ps.size <= 0 || ps.size >= limit {
+		return limit
+	}
+	return max(ps.size+1, 16) // bufio's minimum
 }
 
 func (ps *parser) fail(format string, args ...any) {
@@ -48,7 +60,7 @@ func (ps *parser) errorString() string {
 }
 
 func (ps *parser) parse(r io.Reader) {
-	src := &lineReader{br: bufio.NewReaderSize(r, 32<<10)}
+	src := &lineReader{br: bufio.NewReaderSize(r, ps.bufSize(32<<10))}
 	h, rest, err := readHeader(src, nil)
 	if err != nil {
 		ps.fail("header: %v", err)
@@ -86,7 +98,7 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 
 func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth int) {
 	capture := &captureReader{r: body, limit: 1 << 20}
-	mr := newMultipartReader(capture, boundary)
+	mr := newMultipartReader(capture, boundary, ps.bufSize(8<<10))
 	partDefault := "text/plain"
 	if ct.media == "multipart/digest" {
 		partDefault = "message/rfc822"
