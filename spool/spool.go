@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Dir creates Buffers that spill into one directory.
@@ -78,38 +79,45 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// ReadFrom appends everything r yields. Small content is read straight into
-// the memory buffer; beyond the limit it streams to the file.
+// ReadFrom appends everything r yields. Content that fits in memory is
+// read straight into the memory buffer, grown by doubling from 4 KB (or
+// sized by the hint); once in a file it streams there through a 32 KB
+// buffer, which a message small enough for memory never allocates.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
-	buf := make([]byte, 32<<10)
+	var scratch []byte
 	for {
-		if b.f == nil && cap(b.mem)-len(b.mem) >= 1 {
-			// Read straight into spare capacity (a size hint made it exact).
-			n, err := r.Read(b.mem[len(b.mem):cap(b.mem)])
+		var n int
+		var err error
+		if b.f == nil {
+			if len(b.mem) == cap(b.mem) {
+				grow := max(4<<10, len(b.mem))
+				if b.d != nil {
+					// One byte past the limit is enough to know to spill.
+					grow = min(grow, b.d.memMax+1-len(b.mem))
+				}
+				b.mem = slices.Grow(b.mem, grow)
+			}
+			n, err = r.Read(b.mem[len(b.mem):cap(b.mem)])
 			b.mem = b.mem[:len(b.mem)+n]
 			b.n += int64(n)
-			total += int64(n)
-			if err == io.EOF {
-				return total, nil
-			}
-			if err != nil {
-				return total, err
-			}
 			if b.d != nil && len(b.mem) > b.d.memMax {
-				if err := b.spill(); err != nil {
-					return total, err
+				if serr := b.spill(); serr != nil {
+					return total + int64(n), serr
 				}
 			}
-			continue
-		}
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := b.Write(buf[:n]); werr != nil {
-				return total, werr
+		} else {
+			if scratch == nil {
+				scratch = make([]byte, 32<<10)
 			}
-			total += int64(n)
+			n, err = r.Read(scratch)
+			if n > 0 {
+				if _, werr := b.Write(scratch[:n]); werr != nil {
+					return total, werr
+				}
+			}
 		}
+		total += int64(n)
 		if err == io.EOF {
 			return total, nil
 		}
