@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/inboxd/inboxd/message"
@@ -381,8 +382,8 @@ func (db *DB) ensureInbox(ctx context.Context, tx *sql.Tx, address string) (stri
 }
 
 // txFinder answers thread.Finder questions for one inbox inside the write
-// transaction. It loads every id Assign can ask about in two queries up
-// front: a message with 50 References costs 2 lookups, not 100.
+// transaction. It loads every id Assign can ask about in one query up
+// front: a message with 50 References costs 1 lookup, not 100.
 type txFinder struct {
 	msgs  map[string]thread.Stored
 	links map[string]string
@@ -391,11 +392,16 @@ type txFinder struct {
 // The finder's queries take the ids as one JSON array (json_each), so each
 // is one prepared statement whatever the number of ids.
 const (
-	sqlFindMessageIDs = `SELECT i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
-		FROM message_ids i JOIN messages m ON m.id = i.message_id
-		WHERE i.inbox_id = ? AND i.rfc_message_id IN (SELECT value FROM json_each(?)) ORDER BY i.rowid`
-	sqlFindLinks = `SELECT rfc_message_id, thread_id FROM missing_parents
-		WHERE inbox_id = ? AND rfc_message_id IN (SELECT value FROM json_each(?))`
+	// sqlFindIDs answers both questions in one statement: the stored
+	// messages known by the ids (link 0, first copy first), then the
+	// missing-parent links among them (link 1).
+	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
+			FROM message_ids i JOIN messages m ON m.id = i.message_id
+			WHERE i.inbox_id = ?1 AND i.rfc_message_id IN (SELECT value FROM json_each(?2))
+		UNION ALL
+		SELECT 1, 0, rfc_message_id, thread_id, '', NULL FROM missing_parents
+			WHERE inbox_id = ?1 AND rfc_message_id IN (SELECT value FROM json_each(?2))
+		ORDER BY link, ord`
 	sqlInsertLinks = `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id)
 		SELECT ?, value, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`
 )
@@ -411,17 +417,23 @@ func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, c
 		return nil, err
 	}
 	f := &txFinder{msgs: map[string]thread.Stored{}, links: map[string]string{}}
-	rows, err := db.query(ctx, tx, sqlFindMessageIDs, inboxID, string(list))
+	rows, err := db.query(ctx, tx, sqlFindIDs, inboxID, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("find message ids: %w", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
+		var link bool
+		var ord int64
 		var id, dir string
 		var s thread.Stored
 		var hash []byte
-		if err := rows.Scan(&id, &s.ThreadID, &dir, &hash); err != nil {
-			rows.Close()
+		if err := rows.Scan(&link, &ord, &id, &s.ThreadID, &dir, &hash); err != nil {
 			return nil, fmt.Errorf("find message ids: %w", err)
+		}
+		if link {
+			f.links[id] = s.ThreadID
+			continue
 		}
 		if _, seen := f.msgs[id]; seen {
 			continue // the first copy answers
@@ -432,24 +444,18 @@ func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, c
 		}
 		f.msgs[id] = s
 	}
-	rows.Close()
-	if rows, err = db.query(ctx, tx, sqlFindLinks, inboxID, string(list)); err != nil {
-		return nil, fmt.Errorf("find missing parents: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, t string
-		if err := rows.Scan(&id, &t); err != nil {
-			return nil, fmt.Errorf("find missing parents: %w", err)
-		}
-		f.links[id] = t
-	}
 	return f, rows.Err()
 }
 
 func (f *txFinder) Message(id string) (thread.Stored, bool, error) {
 	s, ok := f.msgs[id]
 	return s, ok, nil
+}
+
+// linked reports whether id is a missing parent's id.
+func (f *txFinder) linked(id string) bool {
+	_, ok := f.links[id]
+	return ok
 }
 
 // newLinks drops the links that already exist: first writer wins, so
@@ -499,6 +505,7 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: inboxID, threadID: res.ThreadID, direction: "inbound", state: "received", match: res.Match,
 		echo: res.Echo, tag: tag, bcc: "[]", confirmed: true, createdAt: p.in.ReceivedAt, links: f.newLinks(res.Links),
+		ownLinked: f.linked(p.own),
 	})
 	if err != nil {
 		return Delivered{}, err
@@ -528,6 +535,7 @@ type messageRow struct {
 	approvalID string
 	createdAt  time.Time
 	links      []string
+	ownLinked  bool // the message's own id was a missing parent when looked up
 }
 
 // insertMessage stores one message and everything that hangs off it, takes
@@ -561,7 +569,7 @@ const (
 )
 
 // hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInsertEvent, sqlInsertWebhookDelivery, sqlFindMessageIDs, sqlFindLinks, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
+var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInsertEvent, sqlInsertWebhookDelivery, sqlFindIDs, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
 	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
@@ -633,7 +641,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
 	db.indexLater(searchRow{rowid, p.fts})
-	if err := db.recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links); err != nil {
+	if err := db.recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links, r.ownLinked); err != nil {
 		return Delivered{}, err
 	}
 	return Delivered{InboxID: r.inboxID, MessageID: id, ThreadID: threadID, Sequence: seq, Match: r.match}, nil
@@ -642,7 +650,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 // recordLinks applies SPEC §4 step 5: unresolved candidates become
 // missing-parent links (first writer wins) and the message's own id stops
 // being one.
-func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string) error {
+func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, own string, links []string, ownLinked bool) error {
 	if len(links) > 0 {
 		list, err := json.Marshal(links)
 		if err != nil {
@@ -651,6 +659,9 @@ func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, ow
 		if _, err := db.exec(ctx, tx, sqlInsertLinks, inboxID, threadID, string(list)); err != nil {
 			return fmt.Errorf("record missing parent: %w", err)
 		}
+	}
+	if !ownLinked && !slices.Contains(links, own) {
+		return nil // nothing to drop: most messages were never referenced before they came
 	}
 	if _, err := db.exec(ctx, tx, sqlDropLink, inboxID, own); err != nil {
 		return fmt.Errorf("drop missing parent: %w", err)

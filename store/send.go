@@ -321,6 +321,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
 		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: f.newLinks(links),
+		ownLinked: f.linked(p.own),
 	})
 	if err != nil {
 		return SendResult{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -67,4 +68,33 @@ func TestThreadHasAttachments(t *testing.T) {
 	}
 	defer db.Close()
 	check("migrated")
+}
+
+// A missing parent stops being one when it arrives (SPEC §4 step 5).
+func TestArrivingParentDropsItsLink(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	links := func() []string {
+		t.Helper()
+		rows, err := db.r.Query(`SELECT rfc_message_id FROM missing_parents ORDER BY 1`)
+		ids, err := scanAll(rows, err, "links", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	ingest := func(raw string) {
+		t.Helper()
+		if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest("Message-ID: <child@x>\r\nReferences: <parent@x> <grandparent@x>\r\nSubject: re\r\n\r\nchild\r\n")
+	if got := links(); !slices.Equal(got, []string{"grandparent@x", "parent@x"}) {
+		t.Fatalf("links after the child: %v", got)
+	}
+	ingest("Message-ID: <parent@x>\r\nSubject: parent\r\n\r\nparent\r\n")
+	if got := links(); !slices.Equal(got, []string{"grandparent@x"}) {
+		t.Errorf("links after the parent arrived: %v, want [grandparent@x]", got)
+	}
 }
