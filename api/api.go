@@ -36,6 +36,10 @@ type Config struct {
 	// CheckWebhookURL, when set, refuses webhook URLs at registration
 	// (--webhook-deny-private); the worker checks again at connect time.
 	CheckWebhookURL URLCheck
+
+	// pollWaiting, set by tests, is called each time a long-poll is about
+	// to wait for a commit.
+	pollWaiting func()
 }
 
 // Server serves the API.
@@ -49,6 +53,8 @@ type Server struct {
 	sender      *outbound.Service
 	maxSendBody int64
 	flight      inFlight
+
+	pollWaiting func()
 
 	keys  *readCache[store.Key] // by the SHA-256 of the token (authenticate)
 	pages *readCache[[]byte]    // thread-messages pages (threadMessages)
@@ -80,7 +86,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
-		keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		pollWaiting: cfg.pollWaiting, keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	return s.routes(cfg), nil
 }
 

@@ -263,6 +263,9 @@ func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found b
 		if err != nil || found || deadline == nil {
 			return err
 		}
+		if s.pollWaiting != nil {
+			s.pollWaiting()
+		}
 		select {
 		case <-changed:
 		case <-deadline:
@@ -373,7 +376,8 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))], t.HasAttachments)
+	page := msgs[:min(limit, len(msgs))]
+	atts, dels, err := s.extras(r, page, mayHaveAttachments(t, page))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -393,6 +397,14 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.pages.put(cacheKey, versionFrom(r), body, len(body))
 	}
 	writeBody(w, http.StatusOK, body)
+}
+
+// mayHaveAttachments reports whether a page of the thread may hold
+// attachments. The thread row was read before the page (and before a
+// long-poll's wait): a message stored since, above the row's last
+// sequence, may be the thread's first with attachments.
+func mayHaveAttachments(t store.Thread, page []store.Message) bool {
+	return t.HasAttachments || len(page) > 0 && page[len(page)-1].Sequence > t.LastSequence
 }
 
 // extras loads the attachments of a page of messages (unless none of them

@@ -100,3 +100,51 @@ func TestReadCacheChecksEveryCursor(t *testing.T) {
 		t.Errorf("expired cursor: %d %s", r.status, r.body)
 	}
 }
+
+// A page read after its thread row may hold messages stored in between;
+// the row's attachment flag does not speak for those.
+func TestMayHaveAttachments(t *testing.T) {
+	seq := func(n int64) store.Message { return store.Message{Sequence: n} }
+	for _, tc := range []struct {
+		thread store.Thread
+		page   []store.Message
+		want   bool
+	}{
+		{store.Thread{HasAttachments: true, LastSequence: 2}, []store.Message{seq(1), seq(2)}, true},
+		{store.Thread{LastSequence: 2}, []store.Message{seq(1), seq(2)}, false},
+		{store.Thread{LastSequence: 2}, []store.Message{seq(3)}, true}, // stored after the row was read
+		{store.Thread{LastSequence: 2}, nil, false},
+	} {
+		if got := mayHaveAttachments(tc.thread, tc.page); got != tc.want {
+			t.Errorf("%+v with sequences up to %v: %v, want %v", tc.thread, tc.page, got, tc.want)
+		}
+	}
+}
+
+// A long-poll answered by the thread's first message with an attachment
+// shows the attachment.
+func TestLongPollShowsNewAttachments(t *testing.T) {
+	waiting := make(chan struct{}, 1)
+	e := newEnv(t, Config{pollWaiting: func() {
+		select {
+		case waiting <- struct{}{}:
+		default: // woken again by another commit: already signalled
+		}
+	}})
+	ib := e.boot.Inbox.ID
+	root := e.deliver(ib, rawMail("plain@x", "s", "no files"))
+	got := make(chan response, 1)
+	go func() {
+		got <- e.get(e.admin, e.path("/inboxes/%s/threads/%s/messages?after_sequence=1&wait=30", ib, root.ThreadID))
+	}()
+	<-waiting // the thread row is read: the reply comes after it
+	e.deliver(ib, rawMail("files@x", "s", withPDF, multipartHeader, "In-Reply-To: <plain@x>\r\n"))
+	r := <-got
+	data := r.json(t)["data"].([]any)
+	if len(data) != 1 {
+		t.Fatalf("long-poll answered %d messages: %s", len(data), r.body)
+	}
+	if atts := data[0].(map[string]any)["attachments"].([]any); len(atts) != 1 {
+		t.Errorf("the reply's attachments: %v, want the PDF", atts)
+	}
+}

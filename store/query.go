@@ -86,11 +86,12 @@ type Thread struct {
 	LastMessageAt                 time.Time
 	LastMessageDirection          string
 	CreatedAt                     time.Time
-	HasAttachments                bool // some message of the thread has attachments
+	HasAttachments                bool  // some message up to LastSequence has attachments
+	LastSequence                  int64 // the highest sequence given out in the thread
 }
 
 const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at,
-	t.has_attachments`
+	t.has_attachments, t.last_sequence`
 
 func scanThread(row rowScanner) (Thread, error) {
 	var sc threadScan
@@ -109,7 +110,7 @@ type threadScan struct {
 func (sc *threadScan) dest() []any {
 	t := &sc.t
 	return []any{&t.ID, &t.InboxID, &t.Subject, &t.Preview, &t.MessageCount, &sc.last, &t.LastMessageDirection, &sc.created,
-		&t.HasAttachments}
+		&t.HasAttachments, &t.LastSequence}
 }
 
 func (sc *threadScan) thread() Thread {
