@@ -266,6 +266,9 @@ func (db *DB) Run(ctx context.Context) error {
 			}
 		}
 		db.commitBatch(context.WithoutCancel(ctx), db.takeBatch(first))
+		if db.sq.backlogged() {
+			db.indexInBackground(context.WithoutCancel(ctx))
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -29,12 +31,8 @@ import (
 // runs a pass itself when anything committed is not indexed yet.
 
 const (
-	// indexPassRows and indexPassBytes bound one pass: how long it holds
-	// the writer (and delays acknowledgements) and how large its segment is.
-	indexPassRows  = 512
-	indexPassBytes = 1 << 20
 	// indexDelay is how long committed messages may wait for a pass when
-	// fewer than indexPassRows are pending and nobody searches.
+	// fewer than a pass are pending and nobody searches.
 	indexDelay = 200 * time.Millisecond
 	// queueBytes bounds the texts kept in memory for the next pass.
 	queueBytes = 16 << 20
@@ -43,6 +41,10 @@ const (
 // searchQueue holds the search rows of committed messages until a pass
 // writes them.
 type searchQueue struct {
+	// passRows and passBytes bound one pass: how long it holds the writer
+	// (and delays acknowledgements) and how large its segment is.
+	passRows, passBytes int
+
 	mu    sync.Mutex
 	texts map[int64][3]string // by messages.rowid
 	bytes int
@@ -53,8 +55,8 @@ type searchQueue struct {
 	kick               chan struct{}
 }
 
-func newSearchQueue() searchQueue {
-	return searchQueue{texts: map[int64][3]string{}, kick: make(chan struct{}, 1)}
+func newSearchQueue(passRows, passBytes int) searchQueue {
+	return searchQueue{passRows: passRows, passBytes: passBytes, texts: map[int64][3]string{}, kick: make(chan struct{}, 1)}
 }
 
 func rowBytes(cols [3]string) int { return len(cols[0]) + len(cols[1]) + len(cols[2]) }
@@ -82,7 +84,7 @@ func (q *searchQueue) queue(rows []searchRow) {
 	}
 	q.committed++
 	switch {
-	case len(q.texts) >= indexPassRows:
+	case len(q.texts) >= q.passRows:
 		q.wake()
 	case q.timer == nil:
 		q.timer = time.AfterFunc(indexDelay, func() {
@@ -100,6 +102,14 @@ func (q *searchQueue) wake() {
 	case q.kick <- struct{}{}:
 	default:
 	}
+}
+
+// backlogged reports whether a full pass is waiting: Run then indexes
+// after each ingest batch, so that passes keep up with heavy ingest.
+func (q *searchQueue) backlogged() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.texts) >= q.passRows || q.bytes >= q.passBytes
 }
 
 // take removes and returns the queued row of rowid.
@@ -139,9 +149,13 @@ func (q *searchQueue) completed(gen uint64) {
 	q.indexed = max(q.indexed, gen)
 }
 
-// indexSearch runs one pass. more reports that it stopped at its bounds
-// with messages left to index.
-func (db *DB) indexSearch(ctx context.Context) (more bool, err error) {
+// errNothingToIndex rolls back a pass that found nothing: no commit, so
+// long-polls are not woken for it.
+var errNothingToIndex = errors.New("nothing to index")
+
+// indexSearch runs one pass over the messages with a rowid up to upTo.
+// more reports that it stopped at its bounds with such messages left.
+func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error) {
 	var gen uint64
 	var through int64
 	err = db.tx(ctx, func(tx *sql.Tx) error {
@@ -154,18 +168,21 @@ func (db *DB) indexSearch(ctx context.Context) (more bool, err error) {
 			rowid   int64
 			deleted bool
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT rowid, deleted_at IS NOT NULL FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?`,
-			through, indexPassRows)
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, deleted_at IS NOT NULL FROM messages
+			WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`, through, upTo, db.sq.passRows)
 		todo, err := scanAll(rows, err, "search index", func(r rowScanner) (p pending, err error) {
 			return p, r.Scan(&p.rowid, &p.deleted)
 		})
 		if err != nil {
 			return err
 		}
-		more = len(todo) == indexPassRows
+		if len(todo) == 0 {
+			return errNothingToIndex
+		}
+		more = len(todo) == db.sq.passRows
 		size := 0
 		for i, p := range todo {
-			if size >= indexPassBytes {
+			if size >= db.sq.passBytes {
 				more = true
 				todo = todo[:i]
 				break
@@ -184,41 +201,50 @@ func (db *DB) indexSearch(ctx context.Context) (more bool, err error) {
 				return fmt.Errorf("index message: %w", err)
 			}
 		}
-		if len(todo) == 0 {
-			return nil
-		}
 		through = todo[len(todo)-1].rowid
 		_, err = tx.ExecContext(ctx, `UPDATE search_index SET indexed_through = ?`, through)
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNothingToIndex) {
 		return false, err
 	}
 	db.sq.forget(through)
-	if !more {
+	if !more && upTo == math.MaxInt64 {
 		db.sq.completed(gen)
 	}
 	return more, nil
 }
 
 // awaitSearch makes everything committed before it was called searchable.
+// It indexes up to the highest rowid at the time of the call, so it ends
+// even while ingest goes on adding messages faster than a pass takes them.
 func (db *DB) awaitSearch(ctx context.Context) error {
-	target, indexed := db.sq.generation()
-	for indexed < target {
-		if _, err := db.indexSearch(ctx); err != nil {
+	if committed, indexed := db.sq.generation(); indexed >= committed {
+		return nil // no commit with search rows since the last complete pass
+	}
+	var upTo int64
+	if err := db.r.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM messages`).Scan(&upTo); err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		_, indexed = db.sq.generation()
+		more, err := db.indexSearch(ctx, upTo)
+		if err != nil || !more {
+			return err
+		}
 	}
-	return nil
 }
 
 // indexInBackground runs one pass for Run and asks for the next one when
-// messages are left: ingest batches get the writer in between.
+// messages are left: ingest batches get the writer in between. A failed
+// pass is tried again after indexDelay.
 func (db *DB) indexInBackground(ctx context.Context) {
-	more, err := db.indexSearch(ctx)
+	more, err := db.indexSearch(ctx, math.MaxInt64)
 	if err != nil {
 		db.log.Error("search index", "err", err)
+		time.AfterFunc(indexDelay, db.sq.wake)
 		return
 	}
 	if more {
@@ -227,7 +253,8 @@ func (db *DB) indexInBackground(ctx context.Context) {
 }
 
 // storedSearchRow rebuilds a message's search row from what is stored, as
-// searchCols built it at ingest.
+// searchCols built it at ingest. A part that cannot be decoded is left out
+// (and logged): one damaged row must not stop the index.
 func (db *DB) storedSearchRow(ctx context.Context, tx *sql.Tx, rowid int64) ([3]string, error) {
 	var subject, to, cc string
 	var from sql.NullString
@@ -236,30 +263,33 @@ func (db *DB) storedSearchRow(ctx context.Context, tx *sql.Tx, rowid int64) ([3]
 	err := tx.QueryRowContext(ctx, `SELECT m.subject, m.from_json, m.to_json, m.cc_json, b.text, b.html, b.packed
 		FROM messages m LEFT JOIN bodies b ON b.message_id = m.id WHERE m.rowid = ?`, rowid).
 		Scan(&subject, &from, &to, &cc, &b.Text, &b.HTML, &packed)
-	if err == nil && packed != nil {
-		b, err = db.bodies.unpack(packed)
-	}
-	var fromAddr Address
-	var toAddrs, ccAddrs []Address
-	if err == nil {
-		err = decodeAddresses(to, &toAddrs)
-	}
-	if err == nil {
-		err = decodeAddresses(cc, &ccAddrs)
-	}
-	if err == nil && from.Valid {
-		err = decodeAddress(from.String, &fromAddr)
-	}
 	if err != nil {
 		return [3]string{}, fmt.Errorf("search row of message %d: %w", rowid, err)
 	}
+	damaged := func(what string, err error) {
+		db.log.Error("search index: message indexed without its "+what, "rowid", rowid, "err", err)
+	}
+	if packed != nil {
+		if b, err = db.bodies.unpack(packed); err != nil {
+			damaged("body", err)
+		}
+	}
 	var addrs []message.Address
+	var toAddrs, ccAddrs []Address
+	if err := errors.Join(decodeAddresses(to, &toAddrs), decodeAddresses(cc, &ccAddrs)); err != nil {
+		damaged("To and Cc", err)
+	}
 	for _, a := range append(toAddrs, ccAddrs...) {
 		addrs = append(addrs, message.Address{Email: a.Email, Name: deref(a.Name)})
 	}
 	var fromMsg *message.Address
 	if from.Valid {
-		fromMsg = &message.Address{Email: fromAddr.Email, Name: deref(fromAddr.Name)}
+		var a Address
+		if err := decodeAddress(from.String, &a); err != nil {
+			damaged("From", err)
+		} else {
+			fromMsg = &message.Address{Email: a.Email, Name: deref(a.Name)}
+		}
 	}
 	body := deref(b.Text)
 	if b.Text == nil {

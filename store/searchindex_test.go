@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -35,7 +39,7 @@ func ftsRows(t *testing.T, db *DB) int {
 func TestSearchSeesEveryAcknowledgedMessage(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
-	const n = indexPassRows + 40 // more than one pass
+	n := db.sq.passRows + 40 // more than one pass
 	for i := range n {
 		in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <s%d@x>\r\nSubject: s%d\r\n\r\nhaystack needle%d\r\n", i, i, i))
 		if _, err := db.Ingest(ctx, in); err != nil {
@@ -163,5 +167,84 @@ func TestSearchIndexAndDeletes(t *testing.T) {
 	}
 	if got := ftsRows(t, db); got != 1 {
 		t.Errorf("%d full-text rows, want 1 (only the last message)", got)
+	}
+}
+
+// A search ends while ingest goes on faster than passes take messages: it
+// indexes up to what was committed when it was called, not up to a moment
+// when nothing is pending.
+func TestSearchEndsUnderSteadyIngest(t *testing.T) {
+	ctx := context.Background()
+	// Passes of one message: eight ingesting goroutines outpace them.
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, SearchPassRows: 1})
+	stop := make(chan struct{})
+	flowing := make(chan struct{})
+	var stored atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				raw := fmt.Sprintf("Message-ID: <w%d.%d@x>\r\nSubject: hay\r\n\r\nhaystack\r\n", w, i)
+				if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw)); err != nil {
+					t.Error(err)
+					return
+				}
+				if stored.Add(1) == 200 {
+					close(flowing)
+				}
+			}
+		})
+	}
+	<-flowing // a backlog has built up and keeps growing
+	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Message-ID: <needle@x>\r\nSubject: n\r\n\r\nneedle\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := searchThreads(t, db, b.Inbox.ID, "needle") // must return while the ingest goes on
+	close(stop)
+	wg.Wait()
+	if got != 1 {
+		t.Errorf("needle: %d threads, want 1", got)
+	}
+}
+
+// A message whose stored body cannot be read is indexed without it, and
+// the messages after it are indexed as usual.
+func TestDamagedRowDoesNotStopTheIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, b, stop := openRunning(t, Options{Path: path})
+	var ids []string
+	for _, raw := range []string{
+		"Message-ID: <d1@x>\r\nSubject: damaged\r\n\r\nunreadable\r\n",
+		"Message-ID: <d2@x>\r\nSubject: intact\r\n\r\nreadable\r\n",
+	} {
+		ds, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ds[0].MessageID)
+	}
+	// The crash before indexing, and the first body damaged on disk.
+	for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`,
+		`UPDATE search_index SET indexed_through = 0`, `UPDATE bodies SET packed = x'01ff' WHERE message_id = '` + ids[0] + `'`} {
+		if _, err := db.w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	db, err := Open(ctx, Options{Path: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for q, want := range map[string]int{"readable": 1, "damaged": 1, "unreadable": 0} {
+		if got := searchThreads(t, db, b.Inbox.ID, q); got != want {
+			t.Errorf("%s: %d threads, want %d", q, got, want)
+		}
 	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the source of randomness for ids and secrets; crypto/rand when nil.
 	Rand io.Reader
+	// SearchPassRows and SearchPassBytes bound one search-indexing pass
+	// (defaults 512 rows, 1 MB of text; see searchindex.go).
+	SearchPassRows, SearchPassBytes int
 	// ReadConns is the size of the read-only pool (default 4).
 	ReadConns int
 	// MaxBatch caps how many ingests one group commit takes (default 128).
@@ -64,12 +67,17 @@ type Options struct {
 
 // DB is an open inboxd database.
 type DB struct {
-	w, r   *sql.DB
-	ver    *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
-	now    func() time.Time
-	log    *slog.Logger
-	randMu sync.Mutex
-	rand   io.Reader
+	w, r *sql.DB
+	ver  *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
+	// verConn is that connection, held; verEpoch counts the ones held so far.
+	verMu    sync.Mutex
+	verConn  *sql.Conn
+	verStmt  *sql.Stmt // PRAGMA data_version, prepared on verConn
+	verEpoch int64
+	now      func() time.Time
+	log      *slog.Logger
+	randMu   sync.Mutex
+	rand     io.Reader
 
 	maxBatch         int
 	ingestQ          chan *ingestReq
@@ -118,6 +126,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		// every core busy while some wait on I/O.
 		opts.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 	}
+	if opts.SearchPassRows <= 0 {
+		opts.SearchPassRows = 512
+	}
+	if opts.SearchPassBytes <= 0 {
+		opts.SearchPassBytes = 1 << 20
+	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 128
 	}
@@ -156,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		changed:    make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
 		bodies:     newBodyPacker(),
-		sq:         newSearchQueue(),
+		sq:         newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
 		readStmts: map[string]*sql.Stmt{},
 
@@ -207,20 +221,50 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 // Close closes the pools. Stop the writer (cancel Run's context and wait)
 // first so that nothing acknowledged is still queued.
 func (db *DB) Close() error {
+	db.verMu.Lock()
+	db.closeVersionConn()
+	db.verMu.Unlock()
 	return errors.Join(db.ver.Close(), db.r.Close(), db.w.Close())
+}
+
+// closeVersionConn gives DataVersion's connection back; verMu is held.
+func (db *DB) closeVersionConn() {
+	if db.verConn != nil {
+		db.verStmt.Close()
+		db.verConn.Close()
+		db.verConn, db.verStmt = nil, nil
+	}
 }
 
 // DataVersion returns a number that changes whenever anything is committed
 // to the database, by this process or another one (the CLI, say): PRAGMA
 // data_version, asked always on the same connection, which never writes.
 // A value computed from the database stays right for as long as the
-// version is the same.
+// version is the same (compare for equality only). A new connection
+// counts from the start again, so the version also carries how many
+// connections came before: after an error the next call opens another.
 func (db *DB) DataVersion(ctx context.Context) (int64, error) {
+	db.verMu.Lock()
+	defer db.verMu.Unlock()
+	if db.verConn == nil {
+		c, err := db.ver.Conn(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("data version: %w", err)
+		}
+		st, err := c.PrepareContext(ctx, `PRAGMA data_version`)
+		if err != nil {
+			c.Close()
+			return 0, fmt.Errorf("data version: %w", err)
+		}
+		db.verConn, db.verStmt = c, st
+		db.verEpoch++
+	}
 	var v int64
-	if err := db.ver.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+	if err := db.verStmt.QueryRowContext(ctx).Scan(&v); err != nil {
+		db.closeVersionConn()
 		return 0, fmt.Errorf("data version: %w", err)
 	}
-	return v, nil
+	return db.verEpoch<<40 | v&(1<<40-1), nil
 }
 
 // migrate applies the embedded migrations newer than PRAGMA user_version,
