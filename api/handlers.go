@@ -335,7 +335,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	// cursor's own expiry must be checked at every request.
 	k := keyFrom(r)
 	inboxID := chi.URLParam(r, "inbox_id")
-	cacheKey := k.ProjectID + "/" + inboxID + "/" + chi.URLParam(r, "thread_id") + "?" + r.URL.RawQuery
+	cacheKey := strings.Join([]string{k.ProjectID, inboxID, chi.URLParam(r, "thread_id"), r.URL.RawQuery}, "\x00")
 	wait, waitErr := waitParam(r)
 	cacheable := waitErr == nil && wait == 0 && !r.URL.Query().Has("cursor")
 	if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok && cacheable && canSee(k, inboxID) {

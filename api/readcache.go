@@ -7,7 +7,8 @@ import (
 
 // readCache keeps values computed from the database for as long as the
 // database has not changed: each entry carries the store's DataVersion at
-// which it was read, and only a lookup at that same version finds it. Any
+// which it was read, and only a lookup at that same version finds it
+// (versions are compared for equality, never ordered). Any
 // commit, by this process or another (the CLI), moves the version and
 // retires every entry at once; nothing is invalidated by hand. It pays off
 // whenever reads outnumber writes between two commits: agents and consoles

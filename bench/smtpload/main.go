@@ -89,6 +89,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	l := &loader{cfg: cfg, rec: loadstat.NewRecorder(), run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if cfg.rate > 0 {
+		if cfg.rate > 1e6 {
+			return errors.New("-rate is at most 1000000 messages per second")
+		}
 		tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.rate))
 		defer tick.Stop()
 		l.pace = tick.C
@@ -267,6 +270,10 @@ func (l *loader) send(c *client, msg []byte) error {
 // the server it measures, so it writes DATA in large writes, as Postfix's
 // smtp-source does: go-smtp's client dot-stuffs byte by byte, which was half
 // of this tool's CPU at 64 KB.
+// replyTimeout bounds the wait for any reply, as go-smtp's client does, so
+// that a stalled server fails a message instead of hanging the run.
+const replyTimeout = time.Minute
+
 type client struct {
 	conn       net.Conn
 	r          *bufio.Reader
@@ -279,7 +286,7 @@ func dial(addr string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriterSize(conn, 64<<10)}
+	c := &client{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriterSize(&deadlineWriter{conn}, 64<<10)}
 	_, err = c.reply(220)
 	var ehlo []string
 	if err == nil {
@@ -308,6 +315,7 @@ func (c *client) cmd(want int, line string) ([]string, error) {
 // reply reads a reply's lines: an *smtpError unless its code is want.
 func (c *client) reply(want int) ([]string, error) {
 	var lines []string
+	c.conn.SetReadDeadline(time.Now().Add(replyTimeout))
 	for {
 		line, err := c.r.ReadString('\n')
 		if err != nil {
@@ -351,6 +359,14 @@ func writeDotStuffed(w *bufio.Writer, msg []byte) {
 		w.Write(msg[:i+1])
 		msg = msg[i+1:]
 	}
+}
+
+// deadlineWriter gives every write replyTimeout to go through.
+type deadlineWriter struct{ conn net.Conn }
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.conn.SetWriteDeadline(time.Now().Add(replyTimeout))
+	return d.conn.Write(p)
 }
 
 type smtpError struct {
