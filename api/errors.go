@@ -77,12 +77,7 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 // unescaped; a jsonAppender writes the same bytes without reflection.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	if a, ok := v.(jsonAppender); ok {
-		buf := jsonBufs.Get().(*[]byte)
-		*buf = appendJSONLine((*buf)[:0], a)
-		writeBody(w, status, *buf)
-		if cap(*buf) <= maxJSONBuf {
-			jsonBufs.Put(buf)
-		}
+		writeBody(w, status, appendJSONLine(make([]byte, 0, 4<<10), a))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")

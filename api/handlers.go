@@ -377,7 +377,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := msgs[:min(limit, len(msgs))]
-	atts, dels, err := s.extras(r, page, mayHaveAttachments(t, page))
+	atts, dels, err := s.extras(r, page, t.MayHaveAttachments(page))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -397,14 +397,6 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.pages.put(cacheKey, versionFrom(r), body, len(body))
 	}
 	writeBody(w, http.StatusOK, body)
-}
-
-// mayHaveAttachments reports whether a page of the thread may hold
-// attachments. The thread row was read before the page (and before a
-// long-poll's wait): a message stored since, above the row's last
-// sequence, may be the thread's first with attachments.
-func mayHaveAttachments(t store.Thread, page []store.Message) bool {
-	return t.HasAttachments || len(page) > 0 && page[len(page)-1].Sequence > t.LastSequence
 }
 
 // extras loads the attachments of a page of messages (unless none of them

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"sync"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // jsonAppender is implemented (on pointers, so list elements are encoded in
 // place) by the objects of the hot list routes. Its output is byte for byte
@@ -13,13 +10,6 @@ import (
 type jsonAppender interface {
 	appendJSON(b []byte) []byte
 }
-
-// jsonBufs holds writeJSON's buffers for the fast path: a cache like
-// encoding/json's own, not state. Buffers that grew past maxJSONBuf are
-// left to the collector rather than kept for the next small response.
-var jsonBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxJSONBuf = 1 << 20
 
 // appendString appends s quoted as encoding/json quotes it with HTML
 // escaping off: " and \ escaped, control bytes as \b \f \n \r \t or \u00XX,

@@ -101,26 +101,6 @@ func TestReadCacheChecksEveryCursor(t *testing.T) {
 	}
 }
 
-// A page read after its thread row may hold messages stored in between;
-// the row's attachment flag does not speak for those.
-func TestMayHaveAttachments(t *testing.T) {
-	seq := func(n int64) store.Message { return store.Message{Sequence: n} }
-	for _, tc := range []struct {
-		thread store.Thread
-		page   []store.Message
-		want   bool
-	}{
-		{store.Thread{HasAttachments: true, LastSequence: 2}, []store.Message{seq(1), seq(2)}, true},
-		{store.Thread{LastSequence: 2}, []store.Message{seq(1), seq(2)}, false},
-		{store.Thread{LastSequence: 2}, []store.Message{seq(3)}, true}, // stored after the row was read
-		{store.Thread{LastSequence: 2}, nil, false},
-	} {
-		if got := mayHaveAttachments(tc.thread, tc.page); got != tc.want {
-			t.Errorf("%+v with sequences up to %v: %v, want %v", tc.thread, tc.page, got, tc.want)
-		}
-	}
-}
-
 // A long-poll answered by the thread's first message with an attachment
 // shows the attachment.
 func TestLongPollShowsNewAttachments(t *testing.T) {

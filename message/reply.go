@@ -21,19 +21,37 @@ var attributionLines = []*regexp.Regexp{
 	regexp.MustCompile(`^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}.{0,200}<[^>]+@[^>]+>:$`), // Gmail, some locales
 }
 
-// attributionStarts are the words an attribution line begins with; a line
-// starting with one and not ending in ':' may be wrapped onto the next.
-var attributionStart = regexp.MustCompile(`^(On|Am|Le|El|Op|Il|Em|Den|På|W dniu)\s`)
+// lineRule is a regexp run on single body lines behind a cheap test that
+// every line it matches passes: most lines of a long body start with none
+// of the words these look for, and a regexp call costs more than the scan
+// of a short line. FuzzReplyFilters holds each may to its re.
+type lineRule struct {
+	re  *regexp.Regexp
+	may func(line string) bool
+}
 
-// attributionFirst holds the first bytes of attributionStart's words.
-const attributionFirst = "OALEIDPW"
+func (r lineRule) match(line string) bool { return r.may(line) && r.re.MatchString(line) }
+
+// firstByteIn is a lineRule.may: the line starts with one of bytes.
+func firstByteIn(bytes string) func(string) bool {
+	return func(line string) bool { return line != "" && strings.IndexByte(bytes, line[0]) >= 0 }
+}
 
 var (
-	originalMessage  = regexp.MustCompile(`(?i)^-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|mensagem original|originalmeddelande|oprindelig meddelelse|opprinnelig melding)\s*-{2,}$`)
-	outlookSeparator = regexp.MustCompile(`^_{20,}$`)
-	outlookFrom      = regexp.MustCompile(`(?i)^\*?(from|von|de|van|da|från|fra|od|от)\s*:\*?\s*\S`)
-	outlookSent      = regexp.MustCompile(`(?i)^\*?(sent|date|gesendet|datum|envoyé|enviado|verzonden|inviato|data|skickat|sendt|wysłano|отправлено)\s*:`)
-	outlookTo        = regexp.MustCompile(`(?i)^\*?(to|an|à|a|para|aan|till|til|do|кому|subject|betreff|objet|asunto|onderwerp|oggetto|assunto|ämne|emne|temat|тема)\s*:`)
+	// attributionStart: the words an attribution line begins with; a line
+	// starting with one and not ending in ':' may be wrapped onto the next.
+	attributionStart = lineRule{regexp.MustCompile(`^(On|Am|Le|El|Op|Il|Em|Den|På|W dniu)\s`), firstByteIn("OALEIDPW")}
+	originalMessage  = lineRule{regexp.MustCompile(`(?i)^-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|mensagem original|originalmeddelande|oprindelig meddelelse|opprinnelig melding)\s*-{2,}$`), firstByteIn("-")}
+	outlookSeparator = lineRule{regexp.MustCompile(`^_{20,}$`), firstByteIn("_")}
+	// The words' first letters either case, after an optional '*'; 0xD0
+	// leads Cyrillic о and О.
+	outlookFrom = lineRule{regexp.MustCompile(`(?i)^\*?(from|von|de|van|da|från|fra|od|от)\s*:\*?\s*\S`),
+		func(line string) bool { return firstByteIn("fFvVdDoO\xd0")(strings.TrimPrefix(line, "*")) }}
+)
+
+var (
+	outlookSent = regexp.MustCompile(`(?i)^\*?(sent|date|gesendet|datum|envoyé|enviado|verzonden|inviato|data|skickat|sendt|wysłano|отправлено)\s*:`)
+	outlookTo   = regexp.MustCompile(`(?i)^\*?(to|an|à|a|para|aan|till|til|do|кому|subject|betreff|objet|asunto|onderwerp|oggetto|assunto|ämne|emne|temat|тема)\s*:`)
 )
 
 // ExtractReply returns the new content of a plain-text message body with
@@ -130,11 +148,7 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 	}
 	// QUIRK: attribution lines wrapped by the sender's client, e.g.
 	// "On Mon, 3 Feb 2020 at 10:00, Jane Doe <jane@example.com>" / "wrote:".
-	// Each regexp below runs only on lines whose first byte it could
-	// match: most lines of a long body start with none of them, and a
-	// regexp call costs more than the scan of a short line.
-	first := line[0]
-	if strings.IndexByte(attributionFirst, first) >= 0 && attributionStart.MatchString(line) {
+	if attributionStart.match(line) {
 		joined := line
 		for j := i + 1; j < len(lines) && j <= i+2; j++ {
 			next := strings.TrimSpace(lines[j])
@@ -147,20 +161,20 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 			}
 		}
 	}
-	if first == '-' && originalMessage.MatchString(line) {
+	if originalMessage.match(line) {
 		return true
 	}
-	if first == '_' && outlookSeparator.MatchString(line) {
+	if outlookSeparator.match(line) {
 		// QUIRK: Outlook's plain-text reply separator; only history when a
 		// From: header block follows, since people draw lines too.
 		for j := i + 1; j < len(lines) && j <= i+3; j++ {
 			if next := strings.TrimSpace(lines[j]); next != "" {
-				return outlookFrom.MatchString(next)
+				return outlookFrom.match(next)
 			}
 		}
 		return false
 	}
-	if mayBeOutlookFrom(line) && outlookFrom.MatchString(line) {
+	if outlookFrom.match(line) {
 		// QUIRK: Outlook's reply header has no attribution line, only a
 		// From:/Sent:/To:/Subject: block.
 		sent, to := false, false
@@ -175,13 +189,6 @@ func (hs *historyScanner) isHistoryStart(i int) bool {
 		return sent && to
 	}
 	return false
-}
-
-// mayBeOutlookFrom is a first-byte filter for outlookFrom: an optional
-// '*', then f, v, d, o (either case) or a Cyrillic letter (lead byte 0xD0).
-func mayBeOutlookFrom(line string) bool {
-	line = strings.TrimPrefix(line, "*")
-	return line != "" && strings.IndexByte("fFvVdDoO\xd0", line[0]) >= 0
 }
 
 func isAttribution(line string) bool {

@@ -244,14 +244,20 @@ func (db *DB) Run(ctx context.Context) error {
 	resolve()
 	tick := time.NewTicker(resolveInterval)
 	defer tick.Stop()
+	indexTick := time.NewTicker(indexDelay)
+	defer indexTick.Stop()
 	for {
 		var first *ingestReq
 		select {
 		case <-tick.C:
 			resolve()
 			continue
-		case <-db.sq.kick:
-			db.indexInBackground(context.WithoutCancel(ctx))
+		case <-indexTick.C:
+			// Committed messages wait at most indexDelay for a pass; a
+			// backlog (after a restart) is worked off while no ingest waits.
+			for more := db.sq.pending(); more && len(db.ingestQ) == 0; {
+				more = db.indexInBackground(context.WithoutCancel(ctx))
+			}
 			continue
 		case first = <-db.ingestQ:
 		case <-ctx.Done():

@@ -90,6 +90,14 @@ type Thread struct {
 	LastSequence                  int64 // the highest sequence given out in the thread
 }
 
+// MayHaveAttachments reports whether a page of the thread's messages may
+// hold attachments. HasAttachments speaks for the sequences up to
+// LastSequence only: a page read after the thread row (a long-poll's, say)
+// may hold a later message, the thread's first with attachments.
+func (t Thread) MayHaveAttachments(page []Message) bool {
+	return t.HasAttachments || len(page) > 0 && page[len(page)-1].Sequence > t.LastSequence
+}
+
 const threadColumns = `t.id, t.inbox_id, t.subject, t.preview, t.message_count, t.last_message_at, t.last_message_direction, t.created_at,
 	t.has_attachments, t.last_sequence`
 

@@ -51,12 +51,10 @@ type searchQueue struct {
 	// committed counts the commits that stored messages; indexed is the
 	// value of committed that the last complete pass started from.
 	committed, indexed uint64
-	timer              *time.Timer // pending indexDelay, nil when none
-	kick               chan struct{}
 }
 
 func newSearchQueue(passRows, passBytes int) searchQueue {
-	return searchQueue{passRows: passRows, passBytes: passBytes, texts: map[int64][3]string{}, kick: make(chan struct{}, 1)}
+	return searchQueue{passRows: passRows, passBytes: passBytes, texts: map[int64][3]string{}}
 }
 
 func rowBytes(cols [3]string) int { return len(cols[0]) + len(cols[1]) + len(cols[2]) }
@@ -83,25 +81,13 @@ func (q *searchQueue) queue(rows []searchRow) {
 		}
 	}
 	q.committed++
-	switch {
-	case len(q.texts) >= q.passRows:
-		q.wake()
-	case q.timer == nil:
-		q.timer = time.AfterFunc(indexDelay, func() {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			q.timer = nil
-			q.wake()
-		})
-	}
 }
 
-// wake asks Run for a pass.
-func (q *searchQueue) wake() {
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
+// pending reports whether something committed may not be indexed yet.
+func (q *searchQueue) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.indexed < q.committed
 }
 
 // backlogged reports whether a full pass is waiting: Run then indexes
@@ -137,10 +123,10 @@ func (q *searchQueue) forget(through int64) {
 	}
 }
 
-func (q *searchQueue) generation() (committed, indexed uint64) {
+func (q *searchQueue) commits() uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.committed, q.indexed
+	return q.committed
 }
 
 func (q *searchQueue) completed(gen uint64) {
@@ -159,7 +145,7 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 	var gen uint64
 	var through int64
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		gen, _ = db.sq.generation() // the writer is ours: no commit is under way
+		gen = db.sq.commits() // the writer is ours: no commit is under way
 		more = false
 		if err := tx.QueryRowContext(ctx, `SELECT indexed_through FROM search_index`).Scan(&through); err != nil {
 			return fmt.Errorf("search index: %w", err)
@@ -219,7 +205,7 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 // It indexes up to the highest rowid at the time of the call, so it ends
 // even while ingest goes on adding messages faster than a pass takes them.
 func (db *DB) awaitSearch(ctx context.Context) error {
-	if committed, indexed := db.sq.generation(); indexed >= committed {
+	if !db.sq.pending() {
 		return nil // no commit with search rows since the last complete pass
 	}
 	var upTo int64
@@ -237,19 +223,15 @@ func (db *DB) awaitSearch(ctx context.Context) error {
 	}
 }
 
-// indexInBackground runs one pass for Run and asks for the next one when
-// messages are left: ingest batches get the writer in between. A failed
-// pass is tried again after indexDelay.
-func (db *DB) indexInBackground(ctx context.Context) {
+// indexInBackground runs one pass for Run and reports whether messages
+// are left. A failed pass is logged; Run's next tick tries again.
+func (db *DB) indexInBackground(ctx context.Context) (more bool) {
 	more, err := db.indexSearch(ctx, math.MaxInt64)
 	if err != nil {
 		db.log.Error("search index", "err", err)
-		time.AfterFunc(indexDelay, db.sq.wake)
-		return
+		return false
 	}
-	if more {
-		db.sq.wake()
-	}
+	return more
 }
 
 // storedSearchRow rebuilds a message's search row from what is stored, as

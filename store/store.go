@@ -194,7 +194,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if behind {
 		db.sq.committed = 1
-		db.sq.wake()
 	}
 	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {

@@ -98,3 +98,23 @@ func TestArrivingParentDropsItsLink(t *testing.T) {
 		t.Errorf("links after the parent arrived: %v, want [grandparent@x]", got)
 	}
 }
+
+// A page read after its thread row may hold messages stored in between;
+// the row's attachment flag does not speak for those.
+func TestMayHaveAttachments(t *testing.T) {
+	seq := func(n int64) Message { return Message{Sequence: n} }
+	for _, tc := range []struct {
+		thread Thread
+		page   []Message
+		want   bool
+	}{
+		{Thread{HasAttachments: true, LastSequence: 2}, []Message{seq(1), seq(2)}, true},
+		{Thread{LastSequence: 2}, []Message{seq(1), seq(2)}, false},
+		{Thread{LastSequence: 2}, []Message{seq(3)}, true}, // stored after the row was read
+		{Thread{LastSequence: 2}, nil, false},
+	} {
+		if got := tc.thread.MayHaveAttachments(tc.page); got != tc.want {
+			t.Errorf("%+v with sequences up to %v: %v, want %v", tc.thread, tc.page, got, tc.want)
+		}
+	}
+}
