@@ -16,18 +16,27 @@ func searchText(s string) string {
 	if first < 0 {
 		return s // most mail: nothing to split, nothing to copy
 	}
+	// The text between the inserted spaces is copied in runs: copied
+	// rune by rune, a 30 KB text with a few CJK words cost 400 µs.
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/4)
-	b.WriteString(s[:first])
-	prevCJK := false
-	for _, r := range s[first:] {
+	last, prevCJK := 0, false
+	for i := first; i < len(s); {
+		if s[i] < 0xE1 && !prevCJK {
+			i++ // not a CJK lead byte, and no space owed after one
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
 		cjk := isCJK(r)
 		if cjk || prevCJK {
+			b.WriteString(s[last:i])
 			b.WriteByte(' ')
+			last = i
 		}
-		b.WriteRune(r)
 		prevCJK = cjk
+		i += size
 	}
+	b.WriteString(s[last:])
 	return b.String()
 }
 
@@ -46,8 +55,13 @@ func firstCJK(s string) int {
 }
 
 func isCJK(r rune) bool {
-	if r < 0x1100 { // below Hangul Jamo, the first of these scripts
+	switch {
+	case r < 0x1100: // below Hangul Jamo, the first of these scripts
 		return false
+	case 0x4E00 <= r && r <= 0x9FFF, 0xAC00 <= r && r <= 0xD7A3, 0x3041 <= r && r <= 0x3096, 0x30A1 <= r && r <= 0x30FA:
+		// CJK Unified Ideographs, Hangul syllables, kana: nearly every
+		// CJK character, without a table search.
+		return true
 	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/inboxd/inboxd/message"
 )
@@ -313,11 +314,44 @@ func TestSearchText(t *testing.T) {
 	}
 }
 
-// isCJK's fast path agrees with the Unicode tables below U+1100.
+// searchTextByRune is searchText's definition, written plainly: a space
+// before every CJK rune and before the first rune after one.
+func searchTextByRune(s string) string {
+	var b strings.Builder
+	prevCJK := false
+	for _, r := range s {
+		cjk := isCJK(r)
+		if cjk || prevCJK {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		prevCJK = cjk
+	}
+	return b.String()
+}
+
+// FuzzSearchText holds searchText's run-copying loop to its definition on
+// valid UTF-8 (invalid bytes are copied, not replaced by U+FFFD).
+func FuzzSearchText(f *testing.F) {
+	for _, s := range []string{"hello world", "東京で会議", "meet in 東京 ok", "Grüße, 山田太郎 — プロジェクト締め切り!",
+		"한국어 텍스트", "ᄀa", "é東", "東\r\n", "x会"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got, want := searchText(s), searchTextByRune(s); got != want {
+			t.Fatalf("searchText(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// isCJK's fast paths agree with the Unicode tables, for every rune.
 func TestIsCJKFastPath(t *testing.T) {
-	for r := rune(0); r < 0x1100; r++ {
-		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
-			t.Fatalf("%U is CJK below the fast-path bound", r)
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if got, want := isCJK(r), unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul); got != want {
+			t.Fatalf("isCJK(%U) = %v, the Unicode tables say %v", r, got, want)
 		}
 	}
 }
@@ -328,5 +362,21 @@ func TestFirstCJK(t *testing.T) {
 		if got, want := firstCJK(s), strings.IndexFunc(s, isCJK); got != want {
 			t.Errorf("firstCJK(%q) = %d, want %d", s, got, want)
 		}
+	}
+}
+
+// BenchmarkSearchText prepares a 30 KB text in a few scripts, like the
+// bodies bench/smtpload sends at 64 KB.
+func BenchmarkSearchText(b *testing.B) {
+	words := strings.Fields("invoice delivery meeting Grüße Straße счёт встреча 会議 東京 ありがとう proposal schedule")
+	var sb strings.Builder
+	for i := 0; sb.Len() < 30<<10; i++ {
+		sb.WriteString(words[i*7%len(words)])
+		sb.WriteByte(' ')
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		searchText(text)
 	}
 }
