@@ -579,7 +579,8 @@ const (
 
 // hotQueries are prepared when the database opens.
 var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInsertEvent, sqlInsertWebhookDelivery, sqlFindIDs, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
-	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets}
+	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets,
+	sqlSavepoint, sqlRollbackToSavepoint, sqlReleaseSavepoint}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed

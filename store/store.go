@@ -343,22 +343,30 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
+// The statements of underSavepoint, prepared once (hotQueries): one group
+// commit runs them for every message.
+const (
+	sqlSavepoint           = `SAVEPOINT one`
+	sqlRollbackToSavepoint = `ROLLBACK TO one`
+	sqlReleaseSavepoint    = `RELEASE one`
+)
+
 // underSavepoint runs fn under a savepoint of tx: when fn fails, what it
 // wrote (its pending search rows too) is undone and the transaction goes
 // on, so one request of a group commit fails alone. It returns fn's error,
 // and err when the savepoint itself failed (the transaction must abort).
 func (db *DB) underSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) (fnErr, err error) {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT one`); err != nil {
+	if _, err := db.exec(ctx, tx, sqlSavepoint); err != nil {
 		return nil, err
 	}
 	mark := len(db.search)
 	if fnErr = fn(); fnErr != nil {
 		db.search = db.search[:mark]
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO one`); err != nil {
+		if _, err := db.exec(ctx, tx, sqlRollbackToSavepoint); err != nil {
 			return fnErr, err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `RELEASE one`); err != nil {
+	if _, err := db.exec(ctx, tx, sqlReleaseSavepoint); err != nil {
 		return fnErr, err
 	}
 	return fnErr, nil
