@@ -132,6 +132,7 @@ func TestErrorsAreEnveloped(t *testing.T) {
 		{"limit 101", "GET", e.path("/inboxes/%s/threads?limit=101", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
 		{"limit abc", "GET", e.path("/inboxes/%s/messages?limit=abc", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
 		{"unbalanced q", "GET", e.path("/inboxes/%s/messages?q=%%22open", e.boot.Inbox.ID), "", 400, "invalid_request", "q"},
+		{"q not utf-8", "GET", e.path("/inboxes/%s/threads?q=%%E6%%9D%%B1%%FF", e.boot.Inbox.ID), "", 400, "invalid_request", "q"},
 		{"wait 61", "GET", e.path("/inboxes/%s/threads/thd_x/messages?wait=61", e.boot.Inbox.ID), "", 404, "not_found", ""},
 		{"bad cursor", "GET", e.path("/inboxes/%s/threads?cursor=garbage", e.boot.Inbox.ID), "", 400, "invalid_cursor", "cursor"},
 	}

@@ -301,7 +301,10 @@ func (s *Server) setCursor(dst **string, scope cursorScope, key any) error {
 
 func searchParam(r *http.Request) (store.Query, error) {
 	q, err := store.ParseQuery(r.URL.Query().Get("q"))
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrQueryNotUTF8):
+		return store.Query{}, badRequest("q", "q must be UTF-8 text.")
+	case err != nil:
 		return store.Query{}, badRequest("q", "q has an unbalanced double quote.")
 	}
 	return q, nil

@@ -71,6 +71,11 @@ func isCJK(r rune) bool {
 // search (unbalanced quotes).
 var ErrBadQuery = errors.New("search has an unbalanced double quote")
 
+// ErrQueryNotUTF8 is returned by ParseQuery for text that is not UTF-8:
+// everything indexed is, so such a search could only find nothing, or
+// find it by accident.
+var ErrQueryNotUTF8 = errors.New("search is not valid UTF-8")
+
 // Query is a parsed search (SPEC §5.5). The zero Query matches everything.
 type Query struct {
 	match string // FTS5 MATCH expression; "" = no search
@@ -88,6 +93,9 @@ func (q Query) String() string { return q.raw }
 // a phrase, a trailing * makes a prefix, and every other character is
 // literal text (each term becomes a quoted FTS5 string).
 func ParseQuery(text string) (Query, error) {
+	if !utf8.ValidString(text) {
+		return Query{}, ErrQueryNotUTF8
+	}
 	if strings.Count(text, `"`)%2 != 0 {
 		return Query{}, ErrBadQuery
 	}

@@ -77,3 +77,18 @@ func TestSearchStrategiesAgree(t *testing.T) {
 }
 
 func timeOffset(i int) time.Duration { return time.Duration(i) * time.Second }
+
+// ParseQuery refuses what it cannot search: unbalanced quotes, and text
+// that is not UTF-8 (every indexed text is).
+func TestParseQueryRefuses(t *testing.T) {
+	for text, want := range map[string]error{
+		`"open`:         ErrBadQuery,
+		"東京\xff":        ErrQueryNotUTF8,
+		"caf\xe9":       ErrQueryNotUTF8,
+		`"東京" café ok*`: nil,
+	} {
+		if _, err := ParseQuery(text); err != want {
+			t.Errorf("ParseQuery(%q) = %v, want %v", text, err, want)
+		}
+	}
+}

@@ -315,32 +315,31 @@ func TestSearchText(t *testing.T) {
 }
 
 // searchTextByRune is searchText's definition, written plainly: a space
-// before every CJK rune and before the first rune after one.
+// before every CJK rune and before the first rune after one; every byte,
+// valid UTF-8 or not, kept.
 func searchTextByRune(s string) string {
 	var b strings.Builder
 	prevCJK := false
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		cjk := isCJK(r)
 		if cjk || prevCJK {
 			b.WriteByte(' ')
 		}
-		b.WriteRune(r)
+		b.WriteString(s[i : i+size])
 		prevCJK = cjk
+		i += size
 	}
 	return b.String()
 }
 
-// FuzzSearchText holds searchText's run-copying loop to its definition on
-// valid UTF-8 (invalid bytes are copied, not replaced by U+FFFD).
+// FuzzSearchText holds searchText's run-copying loop to its definition.
 func FuzzSearchText(f *testing.F) {
 	for _, s := range []string{"hello world", "東京で会議", "meet in 東京 ok", "Grüße, 山田太郎 — プロジェクト締め切り!",
-		"한국어 텍스트", "ᄀa", "é東", "東\r\n", "x会"} {
+		"한국어 텍스트", "ᄀa", "é東", "東\r\n", "x会", "東\xffa", "\xe6\x9d東"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !utf8.ValidString(s) {
-			return
-		}
 		if got, want := searchText(s), searchTextByRune(s); got != want {
 			t.Fatalf("searchText(%q) = %q, want %q", s, got, want)
 		}
