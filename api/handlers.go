@@ -341,9 +341,11 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	cacheKey := strings.Join([]string{k.ProjectID, inboxID, chi.URLParam(r, "thread_id"), r.URL.RawQuery}, "\x00")
 	wait, waitErr := waitParam(r)
 	cacheable := waitErr == nil && wait == 0 && !r.URL.Query().Has("cursor")
-	if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok && cacheable && canSee(k, inboxID) {
-		writeBody(w, http.StatusOK, body)
-		return
+	if cacheable && canSee(k, inboxID) {
+		if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok {
+			writeBody(w, http.StatusOK, body)
+			return
+		}
 	}
 	ib, t, err := s.thread(r)
 	if err != nil {

@@ -114,14 +114,43 @@ type messageColumns struct {
 	from, to, cc, replyTo, irt, refs string
 }
 
-type ingestReq struct {
-	p    *prepared
-	done chan ingestResult
+// writeReq is one request of a group commit: an ingest or a send. The
+// writer (Run) stores each request of a batch under its own savepoint and
+// answers them all once the batch has committed.
+type writeReq struct {
+	// ctx, when set, is the caller's: a request whose caller gave up
+	// before the writer reached it is not stored.
+	ctx   context.Context
+	size  int64 // raw bytes, counted against maxBatchBytes
+	store func(ctx context.Context, tx *sql.Tx) error
+	// release, when set, runs once the batch is over, committed or not.
+	release func()
+	done    chan error // buffered: the writer never waits for the caller
 }
 
-type ingestResult struct {
-	delivered []Delivered
-	err       error
+// enqueue hands req to the writer.
+func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
+	select {
+	case db.writeQ <- req:
+		return nil
+	case <-db.stopped:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ingestReq returns the writer request that stores p, and where it puts
+// the outcome for the caller to read once done has answered.
+func (db *DB) ingestReq(p *prepared) (*writeReq, *[]Delivered) {
+	var delivered []Delivered
+	return &writeReq{
+		size: p.in.rawLen(), release: p.in.release, done: make(chan error, 1),
+		store: func(ctx context.Context, tx *sql.Tx) (err error) {
+			delivered, err = db.ingestTx(ctx, tx, p)
+			return err
+		},
+	}, &delivered
 }
 
 // Ingest stores one received message in every target inbox, threaded, and
@@ -137,19 +166,18 @@ func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 		in.release()
 		return nil, err
 	}
-	req := &ingestReq{p: db.prepareHashed(in, hash), done: make(chan ingestResult, 1)}
-	select {
-	case db.ingestQ <- req: // the writer releases it
-	case <-db.stopped:
+	req, delivered := db.ingestReq(db.prepareHashed(in, hash))
+	if err := db.enqueue(ctx, req); err != nil {
 		in.release()
-		return nil, ErrClosed
-	case <-ctx.Done():
-		in.release()
-		return nil, ctx.Err()
+		return nil, err
 	}
+	// Queued, the message is the writer's to release.
 	select {
-	case res := <-req.done:
-		return res.delivered, res.err
+	case err := <-req.done:
+		if err != nil {
+			return nil, err
+		}
+		return *delivered, nil
 	case <-ctx.Done():
 		// The message may still commit; a retry is then a duplicate.
 		return nil, ctx.Err()
@@ -180,11 +208,7 @@ func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
 		irt:     jsonIDs(p.irt),
 		refs:    jsonIDs(p.refs),
 	}
-	body := m.Text
-	if !m.HasText {
-		body = message.HTMLToText(m.HTML)
-	}
-	p.fts = searchCols(m.Subject, append(append([]message.Address{}, m.To...), m.Cc...), m.From, body)
+	p.fts = searchCols(m.Subject, append(append([]message.Address{}, m.To...), m.Cc...), m.From, m.Text, m.HasText, m.HTML)
 	return p
 }
 
@@ -247,7 +271,7 @@ func (db *DB) Run(ctx context.Context) error {
 	indexTick := time.NewTicker(indexDelay)
 	defer indexTick.Stop()
 	for {
-		var first *ingestReq
+		var first *writeReq
 		select {
 		case <-tick.C:
 			resolve()
@@ -255,23 +279,23 @@ func (db *DB) Run(ctx context.Context) error {
 		case <-indexTick.C:
 			// Committed messages wait at most indexDelay for a pass; a
 			// backlog (after a restart) is worked off while no ingest waits.
-			for more := db.sq.pending(); more && len(db.ingestQ) == 0; {
+			for more := db.sq.pending(); more && len(db.writeQ) == 0; {
 				more = db.indexInBackground(context.WithoutCancel(ctx))
 			}
 			continue
-		case first = <-db.ingestQ:
+		case first = <-db.writeQ:
 		case <-ctx.Done():
 			// Drain: what was queued before the stop is committed.
 			for {
 				select {
-				case req := <-db.ingestQ:
-					db.commitBatch(context.WithoutCancel(ctx), db.takeBatch(req))
+				case req := <-db.writeQ:
+					db.commitBatch(context.WithoutCancel(ctx), req)
 				default:
 					return nil
 				}
 			}
 		}
-		db.commitBatch(context.WithoutCancel(ctx), db.takeBatch(first))
+		db.commitBatch(context.WithoutCancel(ctx), first)
 		if db.sq.backlogged() {
 			db.indexInBackground(context.WithoutCancel(ctx))
 		}
@@ -282,14 +306,14 @@ func (db *DB) Run(ctx context.Context) error {
 // large messages does not hold the write lock (and memory) too long.
 const maxBatchBytes = 32 << 20
 
-func (db *DB) takeBatch(first *ingestReq) []*ingestReq {
-	batch := []*ingestReq{first}
-	size := first.p.in.rawLen()
+func (db *DB) takeBatch(first *writeReq) []*writeReq {
+	batch := []*writeReq{first}
+	size := first.size
 	for len(batch) < db.maxBatch && size < maxBatchBytes {
 		select {
-		case req := <-db.ingestQ:
+		case req := <-db.writeQ:
 			batch = append(batch, req)
-			size += req.p.in.rawLen()
+			size += req.size
 		default:
 			return batch
 		}
@@ -297,35 +321,45 @@ func (db *DB) takeBatch(first *ingestReq) []*ingestReq {
 	return batch
 }
 
-// commitBatch stores each request under its own savepoint, so one failing
-// message does not fail the others, then commits once. The full-text rows
-// are written last, after the savepoints (indexLater): one FTS5 segment per
-// batch.
-func (db *DB) commitBatch(ctx context.Context, batch []*ingestReq) {
-	results := make([]ingestResult, len(batch))
+// commitBatch is one group commit: first and what is queued once the
+// writer connection is ours (requests that queued while another
+// transaction held it join). It stores each request under its own
+// savepoint, so one failing request does not fail the others, then
+// commits once and answers them. The full-text rows are left to the search
+// indexer (indexLater, searchindex.go).
+func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
+	var batch []*writeReq
+	var errs []error
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		batch = db.takeBatch(first)
+		errs = make([]error, len(batch))
 		for i, req := range batch {
-			var d []Delivered
-			fnErr, err := db.underSavepoint(ctx, tx, func() (err error) {
-				d, err = db.ingestTx(ctx, tx, req.p)
-				return err
-			})
+			if req.ctx != nil && req.ctx.Err() != nil {
+				errs[i] = req.ctx.Err()
+				continue
+			}
+			fnErr, err := db.underSavepoint(ctx, tx, func() error { return req.store(ctx, tx) })
 			if err != nil {
 				return err
 			}
-			results[i] = ingestResult{delivered: d, err: fnErr}
+			errs[i] = fnErr
 		}
 		if db.failNext != nil {
 			return db.failNext()
 		}
 		return nil
 	})
+	if batch == nil { // the transaction did not begin
+		batch, errs = []*writeReq{first}, []error{nil}
+	}
 	for i, req := range batch {
-		req.p.in.release()
-		if err != nil {
-			results[i] = ingestResult{err: fmt.Errorf("commit ingest batch: %w", err)}
+		if req.release != nil {
+			req.release()
 		}
-		req.done <- results[i]
+		if err != nil {
+			errs[i] = fmt.Errorf("commit batch: %w", err)
+		}
+		req.done <- errs[i]
 	}
 }
 

@@ -23,14 +23,15 @@ func BenchmarkIngestWriter(b *testing.B) {
 			db, boot, _ := openRunning(b, Options{Path: filepath.Join(b.TempDir(), "inboxd.db"), NoFsync: true})
 			ctx := context.Background()
 			const chunk = 512
-			reqs := make([]*ingestReq, 0, chunk)
+			reqs := make([]*writeReq, 0, chunk)
 			b.SetBytes(int64(len(benchMessage(boot.Inbox.ID, 0, size).Raw)))
 			b.ResetTimer()
 			for start := 0; start < b.N; start += chunk {
 				b.StopTimer()
 				reqs = reqs[:0]
 				for i := start; i < min(start+chunk, b.N); i++ {
-					reqs = append(reqs, &ingestReq{p: db.prepare(benchMessage(boot.Inbox.ID, i, size)), done: make(chan ingestResult, 1)})
+					req, _ := db.ingestReq(db.prepare(benchMessage(boot.Inbox.ID, i, size)))
+					reqs = append(reqs, req)
 				}
 				b.StartTimer()
 				var next atomic.Int64
@@ -38,9 +39,9 @@ func BenchmarkIngestWriter(b *testing.B) {
 				for range 8 {
 					wg.Go(func() {
 						for i := next.Add(1) - 1; i < int64(len(reqs)); i = next.Add(1) - 1 {
-							db.ingestQ <- reqs[i]
-							if res := <-reqs[i].done; res.err != nil {
-								b.Error(res.err)
+							db.writeQ <- reqs[i]
+							if err := <-reqs[i].done; err != nil {
+								b.Error(err)
 								return
 							}
 						}

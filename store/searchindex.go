@@ -273,17 +273,18 @@ func (db *DB) storedSearchRow(ctx context.Context, tx *sql.Tx, rowid int64) ([3]
 			fromMsg = &message.Address{Email: a.Email, Name: deref(a.Name)}
 		}
 	}
-	body := deref(b.Text)
-	if b.Text == nil {
-		body = message.HTMLToText(deref(b.HTML))
-	}
-	return searchCols(subject, addrs, fromMsg, body), nil
+	return searchCols(subject, addrs, fromMsg, deref(b.Text), b.Text != nil, deref(b.HTML)), nil
 }
 
 // searchCols is a message's messages_fts row: its subject, the names and
 // addresses of To and Cc, then From, and its text (extracted from the HTML
-// when there is no text part).
-func searchCols(subject string, toCc []message.Address, from *message.Address, body string) [3]string {
+// when there is no text part). Ingest and the rebuild after a restart both
+// build rows here, so the two agree.
+func searchCols(subject string, toCc []message.Address, from *message.Address, text string, hasText bool, html string) [3]string {
+	body := text
+	if !hasText {
+		body = message.HTMLToText(html)
+	}
 	var addrs []string
 	for _, a := range toCc {
 		addrs = append(addrs, a.Name, a.Email)

@@ -96,151 +96,31 @@ const (
 // pending approval when held) and the idempotency answer, all in one
 // transaction, and returns once it has committed.
 //
-// Concurrent sends share commits (group commit, as Ingest does): each
-// waiting send joins a queue, and whichever caller holds the leader token
-// stores every queued send in one transaction, each under its own
-// savepoint, so one send's failure does not fail the others. One fsync
-// then acknowledges them all; before the batch commits none is answered.
+// Sends go to the writer (Run) and share its group commits with ingests:
+// each is stored under its own savepoint, so one send's failure does not
+// fail the others, and one fsync acknowledges the whole batch.
 func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	r := &sendReq{ctx: ctx, req: req, done: make(chan struct{})}
+	var p *prepared
 	if !req.Hold {
-		// Parsed here, in the caller's goroutine, not while holding the
-		// single writer connection.
-		r.p = db.prepareOutgoing(req.Out.Raw)
+		// Parsed here, in the caller's goroutine, not by the writer.
+		p = db.prepareOutgoing(req.Out.Raw)
 	}
-	db.sendMu.Lock()
-	db.sendQ = append(db.sendQ, r)
-	db.sendMu.Unlock()
-	for {
-		select {
-		case <-r.done:
-			return r.result()
-		default:
-		}
-		select {
-		case <-r.done:
-			return r.result()
-		case db.sendLeader <- struct{}{}:
-			db.commitSends(ctx)
-		case <-ctx.Done():
-			if db.dropSend(r) {
-				return SendResult{}, fmt.Errorf("send: %w", ctx.Err())
-			}
-			// A leader has taken it: its outcome is a transaction away.
-			<-r.done
-			return r.result()
-		}
+	var res SendResult
+	w := &writeReq{ctx: ctx, size: int64(len(req.Out.Raw)), done: make(chan error, 1),
+		store: func(ctx context.Context, tx *sql.Tx) (err error) {
+			res, err = db.sendTx(ctx, tx, req, p)
+			return err
+		}}
+	if err := db.enqueue(ctx, w); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
-}
-
-// sendReq is one Send waiting for a group commit.
-type sendReq struct {
-	ctx  context.Context
-	req  SendRequest
-	p    *prepared // nil when held
-	res  SendResult
-	err  error
-	done chan struct{} // closed once res and err are final
-}
-
-func (r *sendReq) result() (SendResult, error) {
-	if r.err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", r.err)
+	// Once queued, the outcome is awaited even if ctx ends: the writer
+	// skips a send whose caller gave up before it was reached, and a send
+	// it stored must be answered as stored.
+	if err := <-w.done; err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
-	return r.res, nil
-}
-
-// dropSend removes r from the queue if no leader has taken it yet.
-func (db *DB) dropSend(r *sendReq) bool {
-	db.sendMu.Lock()
-	defer db.sendMu.Unlock()
-	for i, q := range db.sendQ {
-		if q == r {
-			db.sendQ = append(db.sendQ[:i], db.sendQ[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// takeSends removes up to maxBatch queued sends (and at most
-// maxBatchBytes of raw, beyond the first) from the queue.
-func (db *DB) takeSends() []*sendReq {
-	db.sendMu.Lock()
-	defer db.sendMu.Unlock()
-	n, size := 0, 0
-	for n < len(db.sendQ) && n < db.maxBatch && (n == 0 || size < maxBatchBytes) {
-		size += len(db.sendQ[n].req.Out.Raw)
-		n++
-	}
-	batch := db.sendQ[:n:n]
-	db.sendQ = append([]*sendReq(nil), db.sendQ[n:]...)
-	return batch
-}
-
-// commitSends runs as the holder of the leader token: it stores a batch of
-// queued sends in one transaction and answers them once it has committed.
-// The sends left queued (beyond the batch's bounds, or queued meanwhile)
-// are still waited on by their callers, one of which leads next.
-func (db *DB) commitSends(ctx context.Context) {
-	var batch []*sendReq
-	defer func() {
-		// Also on a panic: no caller waits forever, and the token is free.
-		for _, r := range batch {
-			select {
-			case <-r.done:
-			default:
-				r.res, r.err = SendResult{}, errors.New("send batch aborted")
-				close(r.done)
-			}
-		}
-		<-db.sendLeader
-	}()
-	db.sendMu.Lock()
-	empty := len(db.sendQ) == 0
-	db.sendMu.Unlock()
-	if empty {
-		return // an earlier leader took ours
-	}
-	// One caller's cancellation must not abort the others' transaction;
-	// each send's own context is checked before it starts.
-	ctx = context.WithoutCancel(ctx)
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		// Taken once the writer is ours: sends that queued while we waited
-		// for it join this commit.
-		batch = db.takeSends()
-		for _, r := range batch {
-			if err := r.ctx.Err(); err != nil {
-				r.err = err
-				continue
-			}
-			fnErr, err := db.underSavepoint(ctx, tx, func() (err error) {
-				r.res, err = db.sendTx(ctx, tx, r.req, r.p)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if r.err = fnErr; fnErr != nil {
-				r.res = SendResult{}
-			}
-		}
-		if db.failNext != nil {
-			return db.failNext()
-		}
-		return nil
-	})
-	if err != nil && batch == nil {
-		// The transaction never began (the database is closed, or failing):
-		// the queued sends learn why, instead of taking turns to fail.
-		batch = db.takeSends()
-	}
-	for _, r := range batch {
-		if err != nil && r.err == nil {
-			r.res, r.err = SendResult{}, err
-		}
-		close(r.done)
-	}
+	return res, nil
 }
 
 // sendTx is one send inside a batch's transaction.

@@ -9,35 +9,43 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
-// holdWriter takes the writer connection until the returned release is
-// called, so that sends queue up behind it and commit as one batch.
+// holdWriter keeps the writer (Run) busy with a request of its own until
+// the returned release is called, so that sends queue up behind it and
+// commit as one batch.
 func holdWriter(t *testing.T, db *DB) (release func()) {
 	t.Helper()
-	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- db.tx(context.Background(), func(*sql.Tx) error { close(held); <-free; return nil })
-	}()
+	held, free := make(chan struct{}), make(chan struct{})
+	req := &writeReq{done: make(chan error, 1), store: func(context.Context, *sql.Tx) error {
+		close(held)
+		<-free
+		return nil
+	}}
+	if err := db.enqueue(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
 	<-held
 	return func() {
 		close(free)
-		if err := <-done; err != nil {
+		if err := <-req.done; err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// waitQueued returns once n sends wait in the group-commit queue.
-func waitQueued(db *DB, n int) {
-	for {
-		db.sendMu.Lock()
-		queued := len(db.sendQ)
-		db.sendMu.Unlock()
-		if queued == n {
-			return
+// waitQueued returns once n requests wait in the writer's queue.
+func waitQueued(t *testing.T, db *DB, n int) {
+	t.Helper()
+	guard := time.After(10 * time.Second)
+	for len(db.writeQ) != n {
+		select {
+		case <-guard:
+			t.Fatalf("%d requests queued, want %d", len(db.writeQ), n)
+		default:
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 }
 
@@ -78,7 +86,7 @@ func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 		}
 		wg.Go(func() { res[i], errs[i] = db.Send(ctx, req) })
 	}
-	waitQueued(db, n)
+	waitQueued(t, db, n)
 	release()
 	wg.Wait()
 
@@ -135,13 +143,19 @@ func TestSendGroupCommitFailureFailsTheBatch(t *testing.T) {
 	ctx := context.Background()
 	const n = 5
 	release := holdWriter(t, db)
-	db.failNext = func() error { return errors.New("disk I/O error") }
+	batches := 0
+	db.failNext = func() error {
+		if batches++; batches == 1 {
+			return nil // the held batch, which ends first
+		}
+		return errors.New("disk I/O error")
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() { _, errs[i] = db.Send(ctx, localSend(b.Inbox.ID, i)) })
 	}
-	waitQueued(db, n)
+	waitQueued(t, db, n)
 	release()
 	wg.Wait()
 	for i, err := range errs {
@@ -149,29 +163,26 @@ func TestSendGroupCommitFailureFailsTheBatch(t *testing.T) {
 			t.Errorf("send %d acknowledged despite the failed commit", i)
 		}
 	}
-	if msgs, _ := db.InboxMessages(ctx, b.Inbox.ID); len(msgs) != 0 {
-		t.Fatalf("%d messages stored after a failed commit", len(msgs))
+	if msgs, err := db.InboxMessages(ctx, b.Inbox.ID); err != nil || len(msgs) != 0 {
+		t.Fatalf("%d messages stored after a failed commit (%v)", len(msgs), err)
 	}
 }
 
-// A send whose caller gave up before a leader took it is not stored.
+// A send whose caller gave up before the writer reached it is not stored.
 func TestSendCancelledWhileQueued(t *testing.T) {
 	db, b := openTest(t)
 	release := holdWriter(t, db)
-	// The first send leads: it waits for the writer with the batch
-	// untaken; the second queues behind it and is cancelled there.
+	// Both sends queue behind the held writer; the second is cancelled
+	// there.
 	var wg sync.WaitGroup
 	var leadErr error
 	wg.Go(func() { _, leadErr = db.Send(context.Background(), localSend(b.Inbox.ID, 1)) })
-	for len(db.sendLeader) == 0 {
-		runtime.Gosched()
-	}
+	waitQueued(t, db, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
 	wg.Go(func() { _, err = db.Send(ctx, localSend(b.Inbox.ID, 2)) })
-	waitQueued(db, 2)
+	waitQueued(t, db, 2)
 	cancel()
-	waitQueued(db, 1)
 	release()
 	wg.Wait()
 	if leadErr != nil || !errors.Is(err, context.Canceled) {

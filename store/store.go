@@ -37,7 +37,7 @@ var ErrNotFound = errors.New("not found")
 // ErrConflict is returned when a unique row already exists.
 var ErrConflict = errors.New("already exists")
 
-// ErrClosed is returned by Ingest once the writer has stopped.
+// ErrClosed is returned by Ingest and Send once the writer has stopped.
 var ErrClosed = errors.New("store: writer stopped")
 
 // Options configure Open.
@@ -80,21 +80,15 @@ type DB struct {
 	rand     io.Reader
 
 	maxBatch         int
-	ingestQ          chan *ingestReq
-	stopped          chan struct{} // closed when the writer's Run returns
+	writeQ           chan *writeReq // ingests and sends for the writer (Run)
+	stopped          chan struct{}  // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
-
-	// Sends waiting for a group commit, and the token of the caller that
-	// commits them (send.go).
-	sendMu     sync.Mutex
-	sendQ      []*sendReq
-	sendLeader chan struct{}
 
 	// searchProbe is the number of matches above which a search walks
 	// rows newest first instead of collecting every match (query.go).
 	searchProbe int
 
-	stmts map[string]*sql.Stmt
+	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
 
 	bodies bodyPacker
 
@@ -104,7 +98,7 @@ type DB struct {
 	sq     searchQueue // rows committed, not yet indexed (searchindex.go)
 
 	readMu    sync.RWMutex
-	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use // hot statements, prepared at Open; read-only after
+	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use
 
 	changeMu sync.Mutex
 	changed  chan struct{} // closed and replaced after every commit
@@ -164,13 +158,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
-		ingestQ:    make(chan *ingestReq, 256),
-		stopped:    make(chan struct{}),
-		sendLeader: make(chan struct{}, 1),
-		changed:    make(chan struct{}),
-		stmts:      map[string]*sql.Stmt{},
-		bodies:     newBodyPacker(),
-		sq:         newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
+		writeQ:  make(chan *writeReq, 256),
+		stopped: make(chan struct{}),
+		changed: make(chan struct{}),
+		stmts:   map[string]*sql.Stmt{},
+		bodies:  newBodyPacker(),
+		sq:      newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
 		readStmts: map[string]*sql.Stmt{},
 
