@@ -3,44 +3,29 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // A message over the spool's memory limit (1 MiB) goes through the whole
 // server: received into <data>/spool, stored in chunks, and served back
-// byte for byte by the raw route and the attachment download, with nothing
-// left in the spool afterwards.
+// byte for byte by the raw route and the attachment download. (That the
+// spool is released is store's TestIngestReleasesSpooledMessages: its files
+// are unlinked when created, so the directory cannot show a leak.)
 func TestLargeMessageThroughTheAPI(t *testing.T) {
 	data := t.TempDir()
 	s := startServer(t, data)
 	c, project, inbox := adminAPI(t, data, s.http)
+	api := &overloadAPI{base: "http://" + s.http, token: c.key, client: http.DefaultClient}
 	get := func(path string) []byte {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+s.http+path, nil)
-		req.Header.Set("Authorization", "Bearer "+c.key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %v %.200s", path, resp.StatusCode, err, b)
+		code, b, _, err := api.get(path)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s: %d %v %.200s", path, code, err, b)
 		}
 		return b
-	}
-	getJSON := func(path string, v any) {
-		t.Helper()
-		if err := json.Unmarshal(get(path), v); err != nil {
-			t.Fatal(err)
-		}
 	}
 
 	att := make([]byte, 3<<20+777)
@@ -70,7 +55,7 @@ func TestLargeMessageThroughTheAPI(t *testing.T) {
 			}
 		}
 	}
-	getJSON(base+"/messages", &feed)
+	api.getJSON(t, base+"/messages", &feed)
 	if len(feed.Data) != 1 || feed.Data[0].Subject != "the drawings" || len(feed.Data[0].Attachments) != 1 {
 		t.Fatalf("feed: %+v", feed)
 	}
@@ -84,8 +69,5 @@ func TestLargeMessageThroughTheAPI(t *testing.T) {
 	}
 	if got := get(base + "/messages/" + m.ID + "/attachments/" + m.Attachments[0].ID); !bytes.Equal(got, att) {
 		t.Fatalf("attachment download: %d bytes, differs from the %d sent", len(got), len(att))
-	}
-	if ents, err := os.ReadDir(filepath.Join(data, "spool")); err != nil || len(ents) != 0 {
-		t.Errorf("spool holds %d entries (%v)", len(ents), err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func searchThreads(t *testing.T, db *DB, inboxID, q string) int {
@@ -93,11 +94,7 @@ func TestSearchIndexRebuildsAfterRestart(t *testing.T) {
 		want[rowid] = db.prepare(in).fts
 	}
 	// The crash: nothing of the above reached the index.
-	for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`, `UPDATE search_index SET indexed_through = 0`} {
-		if _, err := db.w.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	unindexAll(t, db)
 	stop()
 
 	db, err = Open(ctx, Options{Path: path})
@@ -200,7 +197,12 @@ func TestSearchEndsUnderSteadyIngest(t *testing.T) {
 			}
 		})
 	}
-	<-flowing // a backlog has built up and keeps growing
+	select { // a backlog has built up and keeps growing
+	case <-flowing:
+	case <-time.After(10 * time.Second):
+		close(stop)
+		t.Fatal("ingest did not get going")
+	}
 	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Message-ID: <needle@x>\r\nSubject: n\r\n\r\nneedle\r\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +232,9 @@ func TestDamagedRowDoesNotStopTheIndex(t *testing.T) {
 		ids = append(ids, ds[0].MessageID)
 	}
 	// The crash before indexing, and the first body damaged on disk.
-	for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`,
-		`UPDATE search_index SET indexed_through = 0`, `UPDATE bodies SET packed = x'01ff' WHERE message_id = '` + ids[0] + `'`} {
-		if _, err := db.w.Exec(q); err != nil {
-			t.Fatal(err)
-		}
+	unindexAll(t, db)
+	if _, err := db.w.Exec(`UPDATE bodies SET packed = x'01ff' WHERE message_id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
 	}
 	stop()
 	db, err := Open(ctx, Options{Path: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -245,6 +245,17 @@ func TestDamagedRowDoesNotStopTheIndex(t *testing.T) {
 	for q, want := range map[string]int{"readable": 1, "damaged": 1, "unreadable": 0} {
 		if got := searchThreads(t, db, b.Inbox.ID, q); got != want {
 			t.Errorf("%s: %d threads, want %d", q, got, want)
+		}
+	}
+}
+
+// unindexAll leaves the database as a crash before any indexing pass
+// would: no full-text rows, and the mark at the start.
+func unindexAll(t *testing.T, db *DB) {
+	t.Helper()
+	for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')`, `UPDATE search_index SET indexed_through = 0`} {
+		if _, err := db.w.Exec(q); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

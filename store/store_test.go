@@ -367,13 +367,7 @@ func TestFirstCJK(t *testing.T) {
 // BenchmarkSearchText prepares a 30 KB text in a few scripts, like the
 // bodies bench/smtpload sends at 64 KB.
 func BenchmarkSearchText(b *testing.B) {
-	words := strings.Fields("invoice delivery meeting Grüße Straße счёт встреча 会議 東京 ありがとう proposal schedule")
-	var sb strings.Builder
-	for i := 0; sb.Len() < 30<<10; i++ {
-		sb.WriteString(words[i*7%len(words)])
-		sb.WriteByte(' ')
-	}
-	text := sb.String()
+	text := benchText(30 << 10)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		searchText(text)

@@ -37,7 +37,6 @@ func (k *sink) NewSession(*gosmtp.Conn) (gosmtp.Session, error) { return &sinkSe
 
 type sinkSession struct{ k *sink }
 
-func (s *sinkSession) AuthPlain(string, string) error         { return nil }
 func (s *sinkSession) Mail(string, *gosmtp.MailOptions) error { return nil }
 func (s *sinkSession) Reset()                                 {}
 func (s *sinkSession) Logout() error                          { return nil }
