@@ -117,7 +117,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.RelayMessageIDFormat, "relay-message-id-format", "%s", "format of the relay-assigned Message-ID, e.g. %s@email.amazonses.com")
 	fs.Var(&c.OutboundRetrySchedule, "outbound-retry-schedule", "delays between delivery attempts, e.g. 1s,2s (default 1m,5m,15m,30m,1h,2h,4h; the last repeats for 3 days)")
 	fs.Var(&c.WebhookRetrySchedule, "webhook-retry-schedule", "delays between webhook delivery attempts, e.g. 1s,2s (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h; then failed)")
-	fs.BoolVar(&c.WebhookDenyPrivate, "webhook-deny-private", false, "refuse webhook URLs on loopback, private and link-local addresses, at registration and at connect time")
+	fs.BoolVar(&c.WebhookDenyPrivate, "webhook-deny-private", false, "refuse webhook URLs on any address that is not global unicast (loopback, private, link-local, CGNAT, documentation, …), at registration and at connect time")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight work")

@@ -67,8 +67,8 @@ type WorkerConfig struct {
 	// ShutdownGrace is how long Run, once its context is done, lets
 	// attempts in flight finish before cancelling them (default 10 s).
 	ShutdownGrace time.Duration
-	// DenyPrivate refuses to connect to loopback, private and link-local
-	// addresses, checked on the resolved address of every connection.
+	// DenyPrivate refuses to connect to any address that is not global
+	// unicast (Denied), checked on the resolved address of every connection.
 	DenyPrivate bool
 	UserAgent   string // "inboxd" when empty
 	Clock       Clock  // the real clock when nil
