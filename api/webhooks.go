@@ -210,16 +210,12 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 		s.writeError(w, r, badRequest("url", "url is required."))
 		return
 	}
-	if in.Enabled != nil {
-		s.writeError(w, r, badRequest("enabled", "A new endpoint is enabled; disable it with PATCH."))
-		return
-	}
 	if err := s.validateWebhookInput(r, &in, check); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	k := keyFrom(r)
-	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: in.InboxIDs.IDs}
+	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: in.InboxIDs.IDs, Disabled: in.Enabled != nil && !*in.Enabled}
 	if !in.InboxIDs.Set && k.InboxIDs != nil {
 		ne.InboxIDs = k.InboxIDs // a restricted key's endpoint covers its grant
 	}

@@ -99,7 +99,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		{`{"url":"https://example.com","event_types":["message.exploded"]}`, "event_types"},
 		{`{"url":"https://example.com","inbox_ids":["ibx_nope"]}`, "inbox_ids"},
 		{`{"url":"https://example.com","secret":"whsec_c2hvcnQ="}`, "secret"},
-		{`{"url":"https://example.com","enabled":false}`, "enabled"},
+		{`{"url":"https://example.com","enabled":"no"}`, "enabled"},
 		{`{"url":"https://example.com","color":"red"}`, "color"},
 	} {
 		r := e.do(e.admin, "POST", e.path("/webhooks"), c.body)

@@ -66,6 +66,7 @@ type NewWebhookEndpoint struct {
 	InboxIDs    []string // nil = every inbox
 	Description string
 	Secret      string // "" = generate one
+	Disabled    bool   // created disabled: no deliveries are queued for it until enabled
 }
 
 // WebhookEndpointPatch changes the fields that are set.
@@ -112,8 +113,10 @@ func (db *DB) CreateWebhookEndpoint(ctx context.Context, projectID string, in Ne
 	}
 	now := db.now().UTC().Truncate(time.Millisecond)
 	ep := WebhookEndpoint{
-		ID: db.newID("whe_"), ProjectID: projectID, URL: in.URL, EventTypes: in.EventTypes,
-		InboxIDs: in.InboxIDs, Enabled: true, Description: in.Description, CreatedAt: now,
+		// New ids are whk_ (SPEC §1); endpoints created before that keep
+		// their whe_ ids, which are opaque like any other.
+		ID: db.newID("whk_"), ProjectID: projectID, URL: in.URL, EventTypes: in.EventTypes,
+		InboxIDs: in.InboxIDs, Enabled: !in.Disabled, Description: in.Description, CreatedAt: now,
 	}
 	if ep.EventTypes == nil {
 		ep.EventTypes = []string{}
@@ -123,8 +126,8 @@ func (db *DB) CreateWebhookEndpoint(ctx context.Context, projectID string, in Ne
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (id, project_id, url, event_types, inbox_ids, enabled, description, secret, created_at)
-			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-			ep.ID, projectID, ep.URL, stringsJSON(ep.EventTypes), stringsJSONOrNull(ep.InboxIDs), nullIfEmpty(ep.Description), secret, ms(now))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			ep.ID, projectID, ep.URL, stringsJSON(ep.EventTypes), stringsJSONOrNull(ep.InboxIDs), ep.Enabled, nullIfEmpty(ep.Description), secret, ms(now))
 		return err
 	})
 	if err != nil {

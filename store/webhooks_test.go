@@ -58,7 +58,7 @@ func TestWebhookEndpointCRUD(t *testing.T) {
 	if err != nil || len(key) != 32 || !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("generated secret %q: %d bytes, %v", secret, len(key), err)
 	}
-	if !ep.Enabled || ep.InboxIDs != nil || len(ep.EventTypes) != 0 || ep.EventTypes == nil || !strings.HasPrefix(ep.ID, "whe_") {
+	if !ep.Enabled || ep.InboxIDs != nil || len(ep.EventTypes) != 0 || ep.EventTypes == nil || !strings.HasPrefix(ep.ID, "whk_") {
 		t.Errorf("created %+v", ep)
 	}
 	got, err := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID)
