@@ -10,17 +10,31 @@ import (
 	"time"
 )
 
-// decodeJSON reads a JSON body strictly: unknown fields, wrong types, a
-// second value and oversized bodies are client errors that name the
-// problem.
+// decodeJSON reads a JSON body strictly (decodeStrict), at most maxBody
+// bytes of it.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxBody))
+	return decodeStrict(http.MaxBytesReader(w, r.Body, s.maxBody), v)
+}
+
+// decodeStrict is the one way a request body becomes a value: unknown
+// fields, wrong types, oversized bodies and anything but whitespace after
+// the JSON value are client errors that name the problem.
+func decodeStrict(rd io.Reader, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
-	err := decodeError(dec.Decode(v))
-	if err == nil && dec.More() {
-		return badRequest("", "Request body must hold a single JSON object.")
+	if err := decodeError(dec.Decode(v)); err != nil {
+		return err
 	}
-	return err
+	// Token, not More: More reports false for a stray } or ], which
+	// would let `{…}}` through.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errTooLarge
+		}
+		return badRequest("", "Request body must hold a single JSON value, with nothing after it.")
+	}
+	return nil
 }
 
 // decodeError turns a JSON decoding error into a 400 that names the field

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -156,9 +157,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var in sendInput
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := decodeError(dec.Decode(&in)); err != nil {
+	if err := decodeStrict(bytes.NewReader(body), &in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

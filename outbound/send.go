@@ -103,6 +103,14 @@ func ValidAddress(s string) bool {
 
 func hasLineBreak(s string) bool { return strings.ContainsAny(s, "\r\n") }
 
+// hasControl reports a C0 control character or DEL other than HTAB, which
+// RFC 5322 §3.2.2 allows as white space in a header body: CR and LF would
+// end the header, and the rest are not text (§2.2) and reach receivers
+// who mishandle them.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f })
+}
+
 func validateAddresses(field string, as []message.Address) error {
 	for i, a := range as {
 		if !ValidAddress(a.Email) {
@@ -173,8 +181,8 @@ func (s *Service) Prepare(ctx context.Context, r Request) (Prepared, error) {
 		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == ':' }) {
 			return Prepared{}, invalid("headers", "%q is not a valid header name", k)
 		}
-		if hasLineBreak(v) {
-			return Prepared{}, invalid("headers."+k, "header values must not contain line breaks")
+		if hasControl(v) {
+			return Prepared{}, invalid("headers."+k, "header values must not contain control characters (line breaks, NUL, …); only tab is allowed")
 		}
 	}
 	for i, a := range r.Attachments {
