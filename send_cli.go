@@ -57,17 +57,25 @@ func sendCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err := c.do(ctx, "GET", "/v1/me", nil, "", &me); err != nil {
 		return err
 	}
-	var inboxes struct {
-		Data []struct{ ID, Address string }
-	}
-	if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/inboxes", nil, "", &inboxes); err != nil {
-		return err
-	}
 	inboxID := ""
-	for _, ib := range inboxes.Data {
-		if *from == "" || strings.EqualFold(ib.Address, *from) || ib.ID == *from {
-			inboxID = ib.ID
-			break
+	// The inbox list pages (100 at most a page): read on until it is found.
+	for page := "?limit=100"; inboxID == "" && page != ""; {
+		var inboxes struct {
+			Data       []struct{ ID, Address string }
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := c.do(ctx, "GET", "/v1/projects/"+me.ProjectID+"/inboxes"+page, nil, "", &inboxes); err != nil {
+			return err
+		}
+		for _, ib := range inboxes.Data {
+			if *from == "" || strings.EqualFold(ib.Address, *from) || ib.ID == *from {
+				inboxID = ib.ID
+				break
+			}
+		}
+		page = ""
+		if inboxes.NextCursor != nil {
+			page = "?limit=100&cursor=" + *inboxes.NextCursor // base64url and '.': safe in a query
 		}
 	}
 	if inboxID == "" {

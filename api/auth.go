@@ -91,6 +91,34 @@ func canSee(k store.Key, inboxID string) bool {
 	return k.InboxIDs == nil || slices.Contains(k.InboxIDs, inboxID)
 }
 
+// coversInboxes reports whether the key's grant covers a list of inboxes;
+// nil, every inbox of the project, is covered only by an unrestricted key.
+func coversInboxes(k store.Key, inboxIDs []string) bool {
+	if k.InboxIDs == nil {
+		return true
+	}
+	if inboxIDs == nil {
+		return false
+	}
+	for _, id := range inboxIDs {
+		if !canSee(k, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// coversKey reports whether the key's grant covers another key's: every
+// scope of it, and its inboxes (SPEC §5.1).
+func coversKey(k, other store.Key) bool {
+	for _, sc := range other.Scopes {
+		if !k.Has(sc) {
+			return false
+		}
+	}
+	return coversInboxes(k, other.InboxIDs)
+}
+
 // inbox loads the {inbox_id} of the path within the key's grant; anything
 // outside it is not found.
 func (s *Server) inbox(r *http.Request) (store.Inbox, error) {

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -148,5 +150,228 @@ func TestSendHeaderControls(t *testing.T) {
 	raw := e.get(e.admin, e.path("/inboxes/%s/messages/%s/raw", e.boot.Inbox.ID, r.json(t)["message_id"]))
 	if !strings.Contains(string(raw.body), "X-Foo: a\tb\r\n") {
 		t.Errorf("raw message lacks the tabbed header:\n%s", raw.body)
+	}
+}
+
+// pageAll reads a project list with ?limit=n, following next_cursor to
+// the end; every page but the last is full with has_more, the last has
+// next_cursor null.
+func pageAll(t *testing.T, e *env, token, path string, n int) []string {
+	t.Helper()
+	var all []string
+	url := fmt.Sprintf("%s?limit=%d", path, n)
+	for range 1000 {
+		r := e.get(token, url)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", url, r.status, r.body)
+		}
+		v := r.json(t)
+		data := v["data"].([]any)
+		for _, d := range data {
+			all = append(all, d.(map[string]any)["id"].(string))
+		}
+		if v["has_more"] != true {
+			if v["next_cursor"] != nil {
+				t.Errorf("%s: next_cursor %v on the last page", url, v["next_cursor"])
+			}
+			return all
+		}
+		if len(data) != n {
+			t.Errorf("%s: %d rows on a page with has_more, want %d", url, len(data), n)
+		}
+		url = fmt.Sprintf("%s?limit=%d&cursor=%s", path, n, v["next_cursor"])
+	}
+	t.Fatalf("%s: no last page", path)
+	return nil
+}
+
+// TestProjectListsPage: /inboxes, /keys and /webhooks validate limit and
+// page with signed cursors like every other list (SPEC §5.2), for an
+// unrestricted key and for one whose grant hides rows in between.
+func TestProjectListsPage(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	mine := []string{e.boot.Inbox.ID}
+	for i := range 6 {
+		ib, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: fmt.Sprintf("p%d@localhost", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			mine = append(mine, ib.ID)
+		}
+		var inboxes []string
+		if i%2 == 1 {
+			inboxes = []string{ib.ID}
+		}
+		if _, _, err := e.db.CreateKey(ctx, e.boot.ProjectID, "k", []string{"inboxes:read"}, inboxes); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.db.CreateWebhookEndpoint(ctx, e.boot.ProjectID, store.NewWebhookEndpoint{URL: "https://example.com/", InboxIDs: inboxes}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Millisecond)
+	}
+	restricted := e.key([]string{"inboxes:read", "keys:write", "webhooks:read"}, mine)
+	ids := func(list any) []string {
+		var out []string
+		switch l := list.(type) {
+		case []store.Inbox:
+			for _, x := range l {
+				out = append(out, x.ID)
+			}
+		case []store.Key:
+			for _, x := range l {
+				out = append(out, x.ID)
+			}
+		case []store.WebhookEndpoint:
+			for _, x := range l {
+				out = append(out, x.ID)
+			}
+		}
+		return out
+	}
+	inboxes, _ := e.db.ListInboxes(ctx, e.boot.ProjectID)
+	keys, _ := e.db.ListKeys(ctx, e.boot.ProjectID)
+	eps, _ := e.db.WebhookEndpoints(ctx, e.boot.ProjectID)
+	var keysR, epsR []string
+	for _, x := range keys {
+		if x.InboxIDs != nil { // the odd inboxes' keys and the restricted key itself
+			keysR = append(keysR, x.ID)
+		}
+	}
+	for _, x := range eps {
+		if x.InboxIDs != nil {
+			epsR = append(epsR, x.ID)
+		}
+	}
+	for _, c := range []struct {
+		list         string
+		all, granted []string
+	}{
+		{"/inboxes", ids(inboxes), mine},
+		{"/keys", ids(keys), keysR},
+		{"/webhooks", ids(eps), epsR},
+	} {
+		for _, bad := range []string{"0", "101", "abc", "-1", "1.5", ""} {
+			r := e.get(e.admin, e.path("%s?limit=%s", c.list, bad))
+			if bad == "" {
+				if r.status != http.StatusOK {
+					t.Errorf("%s?limit=: %d", c.list, r.status)
+				}
+				continue
+			}
+			if code, param := errParam(t, r); r.status != 400 || code != "invalid_request" || param != "limit" {
+				t.Errorf("%s?limit=%s: %d %s, want 400 invalid_request naming limit", c.list, bad, r.status, r.body)
+			}
+		}
+		for _, n := range []int{1, 2, 100} {
+			if got := pageAll(t, e, e.admin, e.path("%s", c.list), n); !slices.Equal(got, c.all) {
+				t.Errorf("%s, limit %d: %v, want %v", c.list, n, got, c.all)
+			}
+			if got := pageAll(t, e, restricted, e.path("%s", c.list), n); !slices.Equal(got, c.granted) || len(c.granted) < 3 {
+				t.Errorf("%s for the restricted key, limit %d: %v, want %v", c.list, n, got, c.granted)
+			}
+		}
+		// A cursor belongs to its list.
+		next, ok := e.get(e.admin, e.path("%s?limit=1", c.list)).json(t)["next_cursor"].(string)
+		if !ok {
+			t.Fatalf("%s?limit=1: no next_cursor", c.list)
+		}
+		for _, other := range []string{"/inboxes", "/keys", "/webhooks"} {
+			if other == c.list {
+				continue
+			}
+			if code, _ := errParam(t, e.get(e.admin, e.path("%s?cursor=%s", other, next))); code != "invalid_cursor" {
+				t.Errorf("a %s cursor on %s: %s, want invalid_cursor", c.list, other, code)
+			}
+		}
+	}
+	// The default page is 25 (SPEC §5.2 names none for these lists).
+	for i := range 25 {
+		if _, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: fmt.Sprintf("d%d@localhost", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := e.get(e.admin, e.path("/inboxes")).json(t); len(v["data"].([]any)) != 25 || v["has_more"] != true {
+		t.Errorf("default page: %d inboxes, has_more %v", len(v["data"].([]any)), v["has_more"])
+	}
+}
+
+// TestKeysWithinGrant: a key with keys:write creates, lists and revokes
+// only keys within its own grant; any other is not found (SPEC §5.1).
+func TestKeysWithinGrant(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	a := e.boot.Inbox.ID
+	b, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "b@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(scopes, inboxes []string) string {
+		t.Helper()
+		k, _, err := e.db.CreateKey(ctx, e.boot.ProjectID, "k", scopes, inboxes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Millisecond)
+		return k.ID
+	}
+	me, err := e.db.KeyByToken(ctx, e.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := mk([]string{"threads:read"}, []string{a})
+	noInbox := mk([]string{"threads:read"}, []string{})
+	allInboxes := mk([]string{"threads:read"}, nil)
+	moreScopes := mk([]string{"threads:read", "messages:read"}, []string{a})
+	moreInboxes := mk([]string{"threads:read"}, []string{a, b.ID})
+	restricted := e.key([]string{"keys:write", "threads:read"}, []string{a})
+	self, err := e.db.KeyByToken(ctx, restricted)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got, want := pageAll(t, e, restricted, e.path("/keys"), 1), []string{inside, noInbox, self.ID}; !slices.Equal(got, want) {
+		t.Errorf("restricted key lists %v, want %v", got, want)
+	}
+	missing := e.do(restricted, "DELETE", e.path("/keys/key_nope"), "")
+	if missing.status != http.StatusNotFound || string(missing.body) != notFoundBody {
+		t.Fatalf("revoking a missing key: %d %s", missing.status, missing.body)
+	}
+	for _, id := range []string{me.ID, allInboxes, moreScopes, moreInboxes} {
+		if r := e.do(restricted, "DELETE", e.path("/keys/%s", id), ""); r.status != missing.status || string(r.body) != string(missing.body) {
+			t.Errorf("revoking %s outside the grant: %d %s, want exactly the missing key's answer", id, r.status, r.body)
+		}
+	}
+	if r := e.get(e.admin, "/v1/me"); r.status != http.StatusOK {
+		t.Fatalf("the admin key stopped working: %d", r.status)
+	}
+	if r := e.do(restricted, "DELETE", e.path("/keys/%s", inside), ""); r.status != http.StatusOK {
+		t.Errorf("revoking a key within the grant: %d %s", r.status, r.body)
+	}
+
+	// Create: a grant wider than the caller's is a 400 naming the field.
+	for _, c := range []struct{ body, param string }{
+		{`{"name":"x","scopes":["messages:read"]}`, "scopes"},
+		{fmt.Sprintf(`{"name":"x","scopes":["threads:read"],"inbox_ids":[%q]}`, b.ID), "inbox_ids"},
+		{`{"name":"x","scopes":["threads:read"],"inbox_ids":null}`, "inbox_ids"},
+	} {
+		r := e.do(restricted, "POST", e.path("/keys"), c.body)
+		if code, param := errParam(t, r); r.status != 400 || code != "invalid_request" || param != c.param {
+			t.Errorf("create %s: %d %s, want 400 naming %s", c.body, r.status, r.body, c.param)
+		}
+	}
+	r := e.do(restricted, "POST", e.path("/keys"), `{"name":"x","scopes":["threads:read"]}`)
+	if got, _ := r.json(t)["inbox_ids"].([]any); r.status != http.StatusCreated || len(got) != 1 || got[0] != a {
+		t.Errorf("create inheriting the grant: %d %s", r.status, r.body)
+	}
+
+	// An unrestricted key with fewer scopes: inboxes do not limit it,
+	// scopes do.
+	narrow := e.key([]string{"keys:write", "threads:read"}, nil)
+	got := pageAll(t, e, narrow, e.path("/keys"), 100)
+	if slices.Contains(got, me.ID) || slices.Contains(got, moreScopes) || !slices.Contains(got, allInboxes) || !slices.Contains(got, self.ID) {
+		t.Errorf("unrestricted narrow key lists %v", got)
 	}
 }

@@ -24,18 +24,12 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
 	k := keyFrom(r)
-	inboxes, err := s.db.ListInboxes(r.Context(), k.ProjectID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out := listJSON[inboxJSON]{Data: []inboxJSON{}}
-	for _, ib := range inboxes {
-		if canSee(k, ib.ID) {
-			out.Data = append(out.Data, inboxObject(ib))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeGrantedPage(s, w, r, "inboxes",
+		func(after *store.TimeKey, n int) ([]store.Inbox, error) {
+			return s.db.InboxesAfter(r.Context(), k.ProjectID, after, n)
+		},
+		func(ib store.Inbox) bool { return canSee(k, ib.ID) }, inboxObject,
+		func(ib store.Inbox) (time.Time, string) { return ib.CreatedAt, ib.ID })
 }
 
 type inboxInput struct {
@@ -229,6 +223,50 @@ func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// writeGrantedPage answers a page of one of the project's own lists
+// (inboxes, keys, webhook endpoints), oldest first by created, holding
+// only the rows the key's grant covers (visible). fetch reads n rows after
+// a position; rows outside the grant are skipped and more are read in
+// their place, so a page is full and has_more exact whatever the key may
+// not see.
+func writeGrantedPage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, list string,
+	fetch func(after *store.TimeKey, n int) ([]R, error), visible func(R) bool, render func(R) T, created func(R) (time.Time, string)) {
+	position := func(row R) store.TimeKey {
+		at, id := created(row)
+		return store.TimeKey{At: at.UnixMilli(), ID: id}
+	}
+	limit, err := listLimit(r, 25)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	scope := cursorScope{Project: keyFrom(r).ProjectID, List: list}
+	after, err := cursorAfter[store.TimeKey](s, r, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var rows []R
+	for len(rows) <= limit {
+		batch, err := fetch(after, limit+1)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		for _, row := range batch {
+			if visible(row) && len(rows) <= limit {
+				rows = append(rows, row)
+			}
+		}
+		if len(batch) <= limit {
+			break // the end of the list
+		}
+		p := position(batch[len(batch)-1])
+		after = &p
+	}
+	writePage(s, w, r, rows, limit, scope, render, func(row R) any { return position(row) })
 }
 
 // buildPage is writePage's list object.
@@ -621,24 +659,28 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 
 // --- keys ---
 
+// A key with keys:write sees, lists and revokes only the keys its own
+// grant covers (coversKey): any other answers exactly like a key that does
+// not exist (SPEC §5.1).
+
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.db.ListKeys(r.Context(), keyFrom(r).ProjectID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out := listJSON[keyJSON]{Data: []keyJSON{}}
-	for _, k := range keys {
-		out.Data = append(out.Data, keyObject(k))
-	}
-	writeJSON(w, http.StatusOK, out)
+	k := keyFrom(r)
+	writeGrantedPage(s, w, r, "keys",
+		func(after *store.TimeKey, n int) ([]store.Key, error) {
+			return s.db.KeysAfter(r.Context(), k.ProjectID, after, n)
+		},
+		func(other store.Key) bool { return coversKey(k, other) }, keyObject,
+		func(other store.Key) (time.Time, string) { return other.CreatedAt, other.ID })
 }
 
+// createKey refuses, with a 400 naming the field, a grant wider than the
+// caller's own: the key asked for does not exist yet, so there is nothing
+// to answer 404 about (the 404 of SPEC §5.1 is for existing keys).
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name     string    `json:"name"`
-		Scopes   []string  `json:"scopes"`
-		InboxIDs *[]string `json:"inbox_ids"`
+		Name     string       `json:"name"`
+		Scopes   []string     `json:"scopes"`
+		InboxIDs optionalList `json:"inbox_ids"`
 	}
 	if err := s.decodeJSON(w, r, &in); err != nil {
 		s.writeError(w, r, err)
@@ -662,21 +704,20 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var inboxes []string
-	if in.InboxIDs != nil {
-		inboxes = *in.InboxIDs
-		if inboxes == nil {
-			inboxes = []string{}
+	inboxes := in.InboxIDs.IDs
+	switch {
+	case !in.InboxIDs.Set:
+		inboxes = k.InboxIDs // left out: the caller's own inboxes
+	case inboxes == nil && k.InboxIDs != nil:
+		s.writeError(w, r, badRequest("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them."))
+		return
+	}
+	// A restricted key cannot mint a key for inboxes it cannot see.
+	for _, id := range inboxes {
+		if !canSee(k, id) {
+			s.writeError(w, r, badRequest("inbox_ids", "Unknown inbox %q.", id))
+			return
 		}
-		// A restricted key cannot mint a key for inboxes it cannot see.
-		for _, id := range inboxes {
-			if !canSee(k, id) {
-				s.writeError(w, r, badRequest("inbox_ids", "Unknown inbox %q.", id))
-				return
-			}
-		}
-	} else if k.InboxIDs != nil {
-		inboxes = k.InboxIDs
 	}
 	nk, token, err := s.db.CreateKey(r.Context(), k.ProjectID, in.Name, in.Scopes, inboxes)
 	if errors.Is(err, store.ErrNotFound) {
@@ -694,8 +735,18 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	k := keyFrom(r)
 	id := chi.URLParam(r, "key_id")
-	if err := s.db.RevokeKey(r.Context(), keyFrom(r).ProjectID, id); err != nil {
+	// A key's scopes and inboxes never change: checked here, they still
+	// hold when it is revoked.
+	other, err := s.db.GetKey(r.Context(), k.ProjectID, id)
+	if err == nil && !coversKey(k, other) {
+		err = errNotFound
+	}
+	if err == nil {
+		err = s.db.RevokeKey(r.Context(), k.ProjectID, id)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -151,20 +152,7 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 
 // canSeeWebhook reports whether an endpoint lies within the key's grant: a
 // key restricted to some inboxes sees only endpoints limited to them.
-func canSeeWebhook(k store.Key, ep store.WebhookEndpoint) bool {
-	if k.InboxIDs == nil {
-		return true
-	}
-	if ep.InboxIDs == nil {
-		return false
-	}
-	for _, id := range ep.InboxIDs {
-		if !canSee(k, id) {
-			return false
-		}
-	}
-	return true
-}
+func canSeeWebhook(k store.Key, ep store.WebhookEndpoint) bool { return coversInboxes(k, ep.InboxIDs) }
 
 // webhookEndpoint loads the {webhook_id} of the path within the key's
 // grant; anything outside it is not found.
@@ -182,18 +170,12 @@ func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error)
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	k := keyFrom(r)
-	eps, err := s.db.WebhookEndpoints(r.Context(), k.ProjectID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out := listJSON[webhookJSON]{Data: []webhookJSON{}}
-	for _, ep := range eps {
-		if canSeeWebhook(k, ep) {
-			out.Data = append(out.Data, webhookObject(ep))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeGrantedPage(s, w, r, "webhooks",
+		func(after *store.TimeKey, n int) ([]store.WebhookEndpoint, error) {
+			return s.db.WebhookEndpointsAfter(r.Context(), k.ProjectID, after, n)
+		},
+		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) }, webhookObject,
+		func(ep store.WebhookEndpoint) (time.Time, string) { return ep.CreatedAt, ep.ID })
 }
 
 func (s *Server) createWebhook(check URLCheck) http.HandlerFunc {

@@ -222,9 +222,27 @@ func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
 
 // ListKeys returns the project's keys that are not revoked, oldest first.
 func (db *DB) ListKeys(ctx context.Context, projectID string) ([]Key, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys
-		WHERE project_id = ? AND revoked_at IS NULL ORDER BY created_at, id`, projectID)
+	return db.KeysAfter(ctx, projectID, nil, -1)
+}
+
+// KeysAfter returns up to limit (−1: every) keys of the project that are
+// not revoked, oldest first, strictly after the position after.
+func (db *DB) KeysAfter(ctx context.Context, projectID string, after *TimeKey, limit int) ([]Key, error) {
+	page, args := createdPage(after, limit, projectID)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE project_id = ? AND revoked_at IS NULL`+page, args...)
 	return scanAll(rows, err, "list keys", func(r rowScanner) (Key, error) { return scanKey(r) })
+}
+
+// GetKey returns a key of the project that is not revoked.
+func (db *DB) GetKey(ctx context.Context, projectID, keyID string) (Key, error) {
+	k, err := scanKey(db.readRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ? AND project_id = ? AND revoked_at IS NULL`, keyID, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Key{}, fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("get key: %w", err)
+	}
+	return k, nil
 }
 
 // RevokeKey revokes a key; its token stops working at once.
@@ -315,7 +333,14 @@ func (sc *inboxScan) inbox() (Inbox, error) {
 
 // ListInboxes returns the project's inboxes, oldest first.
 func (db *DB) ListInboxes(ctx context.Context, projectID string) ([]Inbox, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE project_id = ? ORDER BY created_at, id`, projectID)
+	return db.InboxesAfter(ctx, projectID, nil, -1)
+}
+
+// InboxesAfter returns up to limit (−1: every) inboxes of the project,
+// oldest first, strictly after the position after.
+func (db *DB) InboxesAfter(ctx context.Context, projectID string, after *TimeKey, limit int) ([]Inbox, error) {
+	page, args := createdPage(after, limit, projectID)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE project_id = ?`+page, args...)
 	return scanAll(rows, err, "list inboxes", scanInbox)
 }
 

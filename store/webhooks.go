@@ -179,8 +179,14 @@ func scanWebhookEndpoint(row rowScanner) (WebhookEndpoint, error) {
 
 // WebhookEndpoints returns the project's endpoints, oldest first.
 func (db *DB) WebhookEndpoints(ctx context.Context, projectID string) ([]WebhookEndpoint, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints
-		WHERE project_id = ? ORDER BY created_at, id`, projectID)
+	return db.WebhookEndpointsAfter(ctx, projectID, nil, -1)
+}
+
+// WebhookEndpointsAfter returns up to limit (−1: every) endpoints of the
+// project, oldest first, strictly after the position after.
+func (db *DB) WebhookEndpointsAfter(ctx context.Context, projectID string, after *TimeKey, limit int) ([]WebhookEndpoint, error) {
+	page, args := createdPage(after, limit, projectID)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE project_id = ?`+page, args...)
 	return scanAll(rows, err, "list webhook endpoints", scanWebhookEndpoint)
 }
 

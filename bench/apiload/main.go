@@ -201,7 +201,7 @@ func (cl *client) discoverTarget(ctx context.Context, cfg config) (target, error
 	var inboxes struct {
 		Data []struct{ ID, Address string }
 	}
-	if err := cl.getJSON(ctx, "/v1/projects/"+me.ProjectID+"/inboxes", &inboxes); err != nil {
+	if err := cl.getJSON(ctx, "/v1/projects/"+me.ProjectID+"/inboxes?limit=100", &inboxes); err != nil {
 		return target{}, err
 	}
 	if len(inboxes.Data) == 0 {
