@@ -40,6 +40,9 @@ type Config struct {
 	// pollWaiting, set by tests, is called each time a long-poll is about
 	// to wait for a commit.
 	pollWaiting func()
+	// eventScan, set by tests, replaces the bound on the events one read
+	// of the log examines (eventScan).
+	eventScan int
 }
 
 // Server serves the API.
@@ -58,6 +61,8 @@ type Server struct {
 
 	keys  *readCache[store.Key] // by the SHA-256 of the token (authenticate)
 	pages *readCache[[]byte]    // thread-messages pages (threadMessages)
+
+	eventScan int // events examined at most by one read of the log
 }
 
 // New returns the HTTP handler.
@@ -84,9 +89,13 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if cfg.MaxSendBytes == 0 {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
+	if cfg.eventScan == 0 {
+		cfg.eventScan = eventScan
+	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
 		pollWaiting: cfg.pollWaiting, keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+	s.eventScan = cfg.eventScan
 	return s.routes(cfg), nil
 }
 

@@ -11,8 +11,17 @@ import (
 	"github.com/inboxd/inboxd/store"
 )
 
+// eventScan is how many events one read of the log examines at most: a
+// filter that matches nothing in a long log answers after this many with
+// the position reached and has_more, instead of reading to the end.
+const eventScan = 5000
+
 // Event cursors are positions in the log, not bound to filters and valid
 // as long as the log is retained (SPEC §8): "evc_" + base64 of the seq.
+// They are not signed, so that every cursor handed out stays valid: one
+// that decodes is still checked to be a position in the key's project's
+// log (IsEventPosition), which refuses a forged, foreign or
+// beyond-the-end one.
 func eventCursor(seq int64) string {
 	return "evc_" + base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(seq, 10)))
 }
@@ -43,9 +52,15 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f := store.EventFilter{ProjectID: k.ProjectID, InboxIDs: k.InboxIDs}
+	f := store.EventFilter{ProjectID: k.ProjectID, InboxIDs: k.InboxIDs, Scan: s.eventScan}
 	if c := q.Get("after"); c != "" {
 		seq, ok := parseEventCursor(c)
+		if ok {
+			if ok, err = s.db.IsEventPosition(r.Context(), k.ProjectID, seq); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
 		if !ok {
 			s.writeError(w, r, &Error{Status: http.StatusBadRequest, Code: "invalid_cursor", Message: errInvalidCursor.Message, Param: "after"})
 			return
@@ -72,10 +87,17 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.InboxIDs = []string{id}
 	}
-	var evs []store.Event
+	var page store.EventPage
 	err = s.poll(r, wait, func() (bool, error) {
-		evs, err = s.db.Events(r.Context(), f, limit+1)
-		return len(evs) > 0, err
+		var err error
+		if page, err = s.db.EventLog(r.Context(), f, limit); err != nil {
+			return false, err
+		}
+		// Waiting, the next read starts where this one stopped: what it
+		// skipped is not examined again. A read that stopped at the scan
+		// bound answers at once: the client reads on from there.
+		f.After = page.Next
+		return len(page.Events) > 0 || page.More, nil
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -85,12 +107,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		Data       []map[string]any `json:"data"`
 		NextCursor string           `json:"next_cursor"`
 		HasMore    bool             `json:"has_more"`
-	}{Data: []map[string]any{}, NextCursor: eventCursor(f.After)}
-	for i, e := range evs {
-		if i == limit {
-			out.HasMore = true
-			break
-		}
+	}{Data: []map[string]any{}, NextCursor: eventCursor(page.Next), HasMore: page.More}
+	for _, e := range page.Events {
 		var v map[string]any
 		if err := json.Unmarshal(e.Body, &v); err != nil {
 			s.writeError(w, r, err)
@@ -100,7 +118,6 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		v["occurred_at"] = timeJSON(e.OccurredAt)
 		v["environment"] = e.Environment
 		out.Data = append(out.Data, v)
-		out.NextCursor = eventCursor(e.Seq)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -137,38 +137,100 @@ type EventFilter struct {
 	After     int64    // seq; 0 = from the oldest retained
 	Types     []string // empty = all
 	InboxIDs  []string // nil = all
+	// Scan bounds how many events one read examines, matching or not (0:
+	// no bound), so that a rare filter over a long log answers at once
+	// with the position it reached instead of reading the whole log.
+	Scan int
 }
+
+// EventPage is one read of the log.
+type EventPage struct {
+	Events []Event // the matching events, in log order
+	// Next is the position reached: the seq of the last event examined,
+	// matching or not (After when none was). Reading on from Next misses
+	// no matching event.
+	Next int64
+	// More reports that the log goes on past Next: the read stopped at
+	// the limit or at the Scan bound, not at the end of the log.
+	More bool
+}
+
+// sqlEventWindow reads the log after a position, each event with whether
+// the filter (%s, whose arguments come first) takes it; the body only of
+// those it takes.
+const sqlEventWindow = `SELECT seq, inbox_id, type, created_at, environment, m, CASE WHEN m THEN body END FROM (
+	SELECT seq, coalesce(inbox_id, '') AS inbox_id, type, created_at, environment, body, (%s) AS m
+	FROM events WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?)`
 
 // Events returns up to limit events after f.After, in log order.
 func (db *DB) Events(ctx context.Context, f EventFilter, limit int) ([]Event, error) {
-	q := `SELECT seq, coalesce(inbox_id, ''), type, body, created_at, environment FROM events WHERE project_id = ? AND seq > ?`
-	args := []any{f.ProjectID, f.After}
+	p, err := db.EventLog(ctx, f, limit)
+	return p.Events, err
+}
+
+// EventLog reads the log after f.After: up to limit matching events,
+// examining at most f.Scan events, and the position it reached (SPEC §8:
+// the cursor advances past the events a filtered page skipped).
+func (db *DB) EventLog(ctx context.Context, f EventFilter, limit int) (EventPage, error) {
+	match, args := "1", []any{}
 	if len(f.Types) > 0 {
 		b, _ := json.Marshal(f.Types)
-		q += ` AND type IN (SELECT value FROM json_each(?))`
+		match += ` AND type IN (SELECT value FROM json_each(?))`
 		args = append(args, string(b))
 	}
 	if f.InboxIDs != nil {
 		b, _ := json.Marshal(f.InboxIDs)
-		q += ` AND inbox_id IN (SELECT value FROM json_each(?))`
+		match += ` AND inbox_id IN (SELECT value FROM json_each(?))`
 		args = append(args, string(b))
 	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY seq LIMIT ?`, append(args, limit)...)
+	window := -1 // SQLite: no limit
+	if f.Scan > 0 {
+		window = f.Scan + 1 // one more, to know whether the log goes on
+	}
+	rows, err := db.r.QueryContext(ctx, fmt.Sprintf(sqlEventWindow, match), append(args, f.ProjectID, f.After, window)...)
 	if err != nil {
-		return nil, fmt.Errorf("events: %w", err)
+		return EventPage{}, fmt.Errorf("events: %w", err)
 	}
 	defer rows.Close()
-	var out []Event
-	for rows.Next() {
+	p := EventPage{Next: f.After}
+	for examined := 0; rows.Next(); examined++ {
+		if f.Scan > 0 && examined == f.Scan {
+			p.More = true
+			break
+		}
 		var e Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &e.InboxID, &e.Type, &e.Body, &at, &e.Environment); err != nil {
-			return nil, fmt.Errorf("events: %w", err)
+		var matched bool
+		if err := rows.Scan(&e.Seq, &e.InboxID, &e.Type, &at, &e.Environment, &matched, &e.Body); err != nil {
+			return EventPage{}, fmt.Errorf("events: %w", err)
 		}
-		e.OccurredAt = fromMS(at)
-		out = append(out, e)
+		if matched {
+			if len(p.Events) == limit {
+				p.More = true // this one starts the next page
+				break
+			}
+			e.OccurredAt = fromMS(at)
+			p.Events = append(p.Events, e)
+		}
+		p.Next = e.Seq
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return EventPage{}, fmt.Errorf("events: %w", err)
+	}
+	return p, nil
+}
+
+// IsEventPosition reports whether seq is a position in the project's
+// log: 0, before its first event, or the seq of one of its events.
+func (db *DB) IsEventPosition(ctx context.Context, projectID string, seq int64) (bool, error) {
+	if seq == 0 {
+		return true, nil
+	}
+	var ok bool
+	if err := db.readRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE seq = ? AND project_id = ?)`, seq, projectID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("event position: %w", err)
+	}
+	return ok, nil
 }
 
 // LastEventSeq returns the newest log position of a project (0 when empty).
