@@ -13,6 +13,20 @@ import (
 	"github.com/inboxd/inboxd/store"
 )
 
+// execAside runs SQL on the database file through a connection of its
+// own, as another program (an earlier version, sqlite3) would.
+func (e *env) execAside(query string, args ...any) {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", e.dbPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query, args...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // TestWebhookCreateEnabled: create takes enabled (default true); a
 // disabled endpoint gets no deliveries; new ids are whk_ (SPEC §1, §9).
 func TestWebhookCreateEnabled(t *testing.T) {
@@ -55,17 +69,10 @@ func TestWebhookCreateEnabled(t *testing.T) {
 // version is still read, patched, rotated and deleted by that id.
 func TestWebhookLegacyID(t *testing.T) {
 	e := newEnv(t, Config{})
-	other, err := sql.Open("sqlite", e.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
 	const id = "whe_01JDZQ3V4R5S6T7V8W9XYZABCD"
-	if _, err := other.Exec(`INSERT INTO webhook_endpoints (id, project_id, url, event_types, inbox_ids, enabled, secret, created_at)
+	e.execAside(`INSERT INTO webhook_endpoints (id, project_id, url, event_types, inbox_ids, enabled, secret, created_at)
 		VALUES (?, ?, 'https://example.com/old', '[]', NULL, 1, ?, ?)`, id, e.boot.ProjectID,
-		"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", e.clock.Now().UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
+		"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", e.clock.Now().UnixMilli())
 	ep := e.path("/webhooks/%s", id)
 	if r := e.get(e.admin, ep); r.status != http.StatusOK || r.json(t)["id"] != id {
 		t.Errorf("GET: %d %s", r.status, r.body)

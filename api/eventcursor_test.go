@@ -1,7 +1,6 @@
 package api
 
 import (
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"net/url"
@@ -19,19 +18,8 @@ func evc(seq int64) string {
 // key's project's log is 400 invalid_cursor (SPEC §8).
 func TestEventCursorIsAPosition(t *testing.T) {
 	e := newEnv(t, Config{})
-	other, err := sql.Open("sqlite", e.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	for _, q := range []string{
-		`INSERT INTO projects (id, name, created_at) VALUES ('prj_other', 'other', 0)`,
-		`INSERT INTO inboxes (id, project_id, address, created_at) VALUES ('ibx_other', 'prj_other', 'x@other.example', 0)`,
-	} {
-		if _, err := other.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.execAside(`INSERT INTO projects (id, name, created_at) VALUES ('prj_other', 'other', 0)`)
+	e.execAside(`INSERT INTO inboxes (id, project_id, address, created_at) VALUES ('ibx_other', 'prj_other', 'x@other.example', 0)`)
 	for i := range 3 {
 		e.deliver(e.boot.Inbox.ID, rawMail(fmt.Sprintf("c%d@x", i), "s", "b"))
 	}

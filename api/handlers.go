@@ -226,7 +226,7 @@ func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows
 }
 
 // writeGrantedPage answers a page of one of the project's own lists
-// (inboxes, keys, webhook endpoints), oldest first by created, holding
+// (inboxes, keys, webhook endpoints), oldest first by created_at, holding
 // only the rows the key's grant covers (visible). fetch reads n rows after
 // a position; rows outside the grant are skipped and more are read in
 // their place, so a page is full and has_more exact whatever the key may
