@@ -233,7 +233,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	worker := outbound.NewWorker(db, workerCfg)
-	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize})
+	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize,
+		RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil})
 	// A message over 1 MiB is received into a file and stored in chunks,
 	// so even 25 MB ones cost a few megabytes of memory.
 	sp, err := spool.New(filepath.Join(c.Data, "spool"), 1<<20)
