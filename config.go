@@ -26,6 +26,7 @@ type Config struct {
 	SMTPSessionTimeout time.Duration
 	Accept             string
 	Domains            listFlag
+	StoreDuplicates    bool
 
 	TLSCert           string
 	TLSKey            string
@@ -103,6 +104,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.SMTPSessionTimeout, "smtp-session-timeout", 30*time.Minute, "longest SMTP session")
 	fs.StringVar(&c.Accept, "accept", "known", "RCPT policy: known (existing inboxes), domain (create inboxes at --domain), any (create any inbox)")
 	fs.Var(&c.Domains, "domain", "domain whose unknown addresses create inboxes under --accept domain (repeatable)")
+	fs.BoolVar(&c.StoreDuplicates, "store-duplicates", false, "store duplicate deliveries (same Message-ID, same bytes) again instead of answering \"Already stored\"")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate file (PEM) for SMTP STARTTLS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) for SMTP STARTTLS")
 	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")

@@ -142,9 +142,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900},
 	})
 	reg.MustRegister(deferredWait)
+	duplicates := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "inboxd_duplicates_total",
+		Help: "Duplicate deliveries (same Message-ID, same bytes) answered without storing them again.",
+	})
+	reg.MustRegister(duplicates)
 	db, err := store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
+		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
 	})
 	if err != nil {
 		return err
@@ -227,7 +233,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	worker := outbound.NewWorker(db, workerCfg)
-	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize})
+	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize,
+		RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil})
 	// A message over 1 MiB is received into a file and stored in chunks,
 	// so even 25 MB ones cost a few megabytes of memory.
 	sp, err := spool.New(filepath.Join(c.Data, "spool"), 1<<20)

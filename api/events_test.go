@@ -119,15 +119,24 @@ func TestApprovalEvents(t *testing.T) {
 	e.do(e.admin, "POST", e.path("/inboxes/%s/approvals/%s/approve", e.boot.Inbox.ID, held["approval_id"]), "")
 	p := e.events(e.admin, "")
 	var types []string
-	for _, ev := range p.Data {
+	for i, ev := range p.Data {
 		types = append(types, ev.Type)
+		if i > 0 && ev.Sequence <= p.Data[i-1].Sequence {
+			t.Fatalf("event %d has sequence %d after %d", i, ev.Sequence, p.Data[i-1].Sequence)
+		}
 	}
-	want := []string{"approval.requested", "message.queued", "approval.approved"}
+	// The decision comes before the send it releases (SPEC §8).
+	want := []string{"approval.requested", "approval.approved", "message.queued", "message.captured"}
 	if fmt.Sprint(types) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", types, want)
 	}
-	q := p.Data[1].Data
-	if q["approval_id"] != held["approval_id"] || q["draft_id"] != held["draft_id"] || p.Data[2].Data["message_id"] != q["message_id"] {
-		t.Fatalf("queued event: %v / approved %v", q, p.Data[2].Data)
+	a, q := p.Data[1].Data, p.Data[2].Data
+	for _, d := range []map[string]any{a, q} {
+		if d["approval_id"] != held["approval_id"] || d["draft_id"] != held["draft_id"] {
+			t.Fatalf("approved %v / queued %v lack approval_id %v, draft_id %v", a, q, held["approval_id"], held["draft_id"])
+		}
+	}
+	if a["message_id"] != q["message_id"] || a["thread_id"] != q["thread_id"] || q["message_id"] == nil {
+		t.Fatalf("approved %v / queued %v name different messages", a, q)
 	}
 }

@@ -43,13 +43,14 @@ type inboxJSON struct {
 	SendPolicy     string   `json:"send_policy"`
 	AllowedDomains []string `json:"allowed_domains"`
 	CreatedAt      string   `json:"created_at"`
+	DeferredCount  int64    `json:"deferred_count"`
 }
 
 func inboxObject(ib store.Inbox) inboxJSON {
 	return inboxJSON{
 		ID: ib.ID, ProjectID: ib.ProjectID, Address: ib.Address, DisplayName: strOrNull(ib.DisplayName),
 		Environment: ib.Environment, SendPolicy: ib.SendPolicy, AllowedDomains: emptyIfNil(ib.AllowedDomains),
-		CreatedAt: timeJSON(ib.CreatedAt),
+		CreatedAt: timeJSON(ib.CreatedAt), DeferredCount: ib.DeferredCount,
 	}
 }
 

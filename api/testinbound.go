@@ -122,14 +122,16 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := dels[0]
-	if d.Duplicate {
-		// The same bytes again: an SMTP retry would be answered 250 and
-		// not stored twice (SPEC §4), and so is this.
-		writeJSON(w, http.StatusOK, map[string]any{"result": "duplicate", "thread_id": d.ThreadID, "inbox_id": d.InboxID})
+	if d.Deferred {
+		// Held, or a retry of a message that is still held.
+		writeJSON(w, http.StatusAccepted, map[string]any{"result": "deferred"})
 		return
 	}
-	if d.Deferred {
-		writeJSON(w, http.StatusAccepted, map[string]any{"result": "deferred"})
+	if d.Duplicate {
+		// The same message again (same Message-ID, same bytes): an SMTP
+		// retry would be answered "Already stored as" and not stored twice
+		// (SPEC §4), and so is this.
+		writeJSON(w, http.StatusOK, map[string]any{"result": "duplicate", "message_id": d.MessageID, "thread_id": d.ThreadID, "inbox_id": d.InboxID})
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"message_id": d.MessageID, "thread_id": d.ThreadID, "inbox_id": d.InboxID})

@@ -36,10 +36,23 @@ func TestSimulatedInbound(t *testing.T) {
 	if len(ev.Data) != 1 || ev.Data[0].Data["simulated"] != true {
 		t.Fatalf("event: %+v", ev)
 	}
-	// Raw form, and the refusals.
-	if r := e.do(e.admin, "POST", e.path("/test/inbound"), `{"inbox_id":"`+test.ID+`","raw":"From: a@b.c\r\nSubject: raw\r\n\r\nbody\r\n"}`); r.status != 201 {
-		t.Fatalf("raw: %d %s", r.status, r.body)
+	// Raw form: id-less bytes twice are two messages; the same message
+	// with its Message-ID twice is a duplicate naming the stored copy.
+	for range 2 {
+		if r := e.do(e.admin, "POST", e.path("/test/inbound"), `{"inbox_id":"`+test.ID+`","raw":"From: a@b.c\r\nSubject: raw\r\n\r\nbody\r\n"}`); r.status != 201 {
+			t.Fatalf("raw: %d %s", r.status, r.body)
+		}
 	}
+	withID := `{"inbox_id":"` + test.ID + `","raw":"From: a@b.c\r\nMessage-ID: <raw-1@b.c>\r\nSubject: raw\r\n\r\nbody\r\n"}`
+	first := e.do(e.admin, "POST", e.path("/test/inbound"), withID)
+	again := e.do(e.admin, "POST", e.path("/test/inbound"), withID)
+	if first.status != 201 || again.status != 200 {
+		t.Fatalf("raw with id twice: %d %s, then %d %s", first.status, first.body, again.status, again.body)
+	}
+	if f, a := first.json(t), again.json(t); a["result"] != "duplicate" || a["message_id"] != f["message_id"] || a["thread_id"] != f["thread_id"] {
+		t.Fatalf("duplicate answer %v for %v", a, f)
+	}
+	// The refusals.
 	if r := e.do(e.admin, "POST", e.path("/test/inbound"), `{"inbox_id":"`+e.boot.Inbox.ID+`","raw":"Subject: x\r\n\r\ny"}`); r.status != 400 {
 		t.Fatalf("live inbox: %d %s", r.status, r.body)
 	}

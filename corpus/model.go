@@ -11,20 +11,28 @@ import (
 // Model is the reference implementation of SPEC §4 over maps: thread.Assign
 // with an in-memory Finder per inbox, and the store's bookkeeping (first
 // copy wins an id, links first writer wins and are dropped when their id
-// arrives, id-less messages get an id derived from their bytes). Tests run
-// the same arrivals through the real store and compare.
+// arrives, id-less messages get a generated id of their own, never equal to
+// another's). Tests run the same arrivals through the real store and
+// compare.
 type Model struct {
-	inboxes map[int]*modelInbox
-	threads int
+	inboxes   map[int]*modelInbox
+	threads   int
+	generated int
 }
 
 type modelInbox struct {
-	msgs  map[string]thread.Stored
-	links map[string]string
+	msgs   map[string]thread.Stored
+	copies map[[2]string]thread.Stored // inbound copies by own id and digest
+	links  map[string]string
 }
 
 func (m *modelInbox) Message(id string) (thread.Stored, bool, error) {
 	s, ok := m.msgs[id]
+	return s, ok, nil
+}
+
+func (m *modelInbox) Copy(id, hash string) (thread.Stored, bool, error) {
+	s, ok := m.copies[[2]string{id, hash}]
 	return s, ok, nil
 }
 
@@ -55,14 +63,15 @@ type Outcome struct {
 func (m *Model) Deliver(a Arrival) Outcome {
 	ib := m.inboxes[a.Inbox]
 	if ib == nil {
-		ib = &modelInbox{msgs: map[string]thread.Stored{}, links: map[string]string{}}
+		ib = &modelInbox{msgs: map[string]thread.Stored{}, copies: map[[2]string]thread.Stored{}, links: map[string]string{}}
 		m.inboxes[a.Inbox] = ib
 	}
 	sum := sha256.Sum256(a.Raw)
 	hash := hex.EncodeToString(sum[:])
 	own := thread.OwnID(a.MessageID)
 	if own == "" {
-		own = hex.EncodeToString(sum[:16]) + "@inboxd.invalid"
+		m.generated++
+		own = fmt.Sprintf("generated-%d@inboxd.invalid", m.generated)
 	}
 	irt, refs := thread.ExtractIDs(a.InReplyTo), thread.ExtractIDs(a.References)
 	res, _ := thread.Assign(ib, thread.Input{OwnID: own, Candidates: thread.Candidates(own, irt, refs), Hash: hash, Inbound: true})
@@ -74,7 +83,10 @@ func (m *Model) Deliver(a Arrival) Outcome {
 		res.ThreadID = fmt.Sprintf("T%d", m.threads)
 	}
 	if _, ok := ib.msgs[own]; !ok {
-		ib.msgs[own] = thread.Stored{ThreadID: res.ThreadID, Hash: hash}
+		ib.msgs[own] = thread.Stored{ThreadID: res.ThreadID}
+	}
+	if _, ok := ib.copies[[2]string{own, hash}]; !ok {
+		ib.copies[[2]string{own, hash}] = thread.Stored{ThreadID: res.ThreadID}
 	}
 	for _, l := range res.Links {
 		if _, ok := ib.links[l]; !ok {
@@ -89,7 +101,7 @@ func (m *Model) Deliver(a Arrival) Outcome {
 // alphabet, so that references collide often: each message takes 4 bytes
 // (inbox, own id, in-reply-to, a References bitmask). Some messages have no
 // Message-ID, one id has no '@' ("yes"), and some are byte-identical
-// (duplicate deliveries).
+// (duplicate deliveries, unless they have no Message-ID).
 func Arrivals(data []byte) []Arrival {
 	ids := []string{"a@x", "b@x", "c@x", "d@x", "e@x", "f@x", "yes", "g@x"}
 	var out []Arrival

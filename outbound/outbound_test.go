@@ -175,7 +175,7 @@ func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
 	var wg sync.WaitGroup
 	wg.Go(func() { db.Run(runCtx) })
 	wg.Go(func() { w.Run(runCtx) })
-	e := &env{db: db, boot: boot, svc: NewService(db, Config{Mode: mode, MaxRecipients: 100}), worker: w}
+	e := &env{db: db, boot: boot, svc: NewService(db, Config{Mode: mode, MaxRecipients: 100, RelayRewritesMessageIDs: pattern != ""}), worker: w}
 	var once sync.Once
 	e.stop = func() { once.Do(func() { cancel(); wg.Wait(); db.Close() }) }
 	t.Cleanup(e.stop)
@@ -395,6 +395,28 @@ func TestRelayRewritesMessageID(t *testing.T) {
 			t.Fatal("deferred reply was not threaded after the relay's 250")
 		}
 	}
+}
+
+// A relay that keeps our Message-IDs (no --relay-message-id-pattern): the
+// id the gateway generated is final when the send is stored, so a reply to
+// some other, unknown id is stored at once, not held, while the relay has
+// not answered yet.
+func TestRelayWithoutPatternDefersNothing(t *testing.T) {
+	r := startRelay(t)
+	hold := make(chan struct{})
+	r.mu.Lock() // the relay hangs until the reply has been stored
+	go func() { <-hold; r.mu.Unlock() }()
+	e := newEnv(t, ModeRelay, relayFor(t, r), "")
+	res := e.send(t, Request{To: []message.Address{{Email: "sales@supplier.example"}}, Subject: subject("quote"), Text: "price?"})
+
+	reply := "From: sales@supplier.example\r\nMessage-ID: <r2@supplier.example>\r\nIn-Reply-To: <unknown@supplier.example>\r\nSubject: Re: quote\r\n\r\n42 EUR\r\n"
+	d, err := e.db.Ingest(context.Background(), &store.Incoming{Raw: []byte(reply), Parsed: message.Parse([]byte(reply)),
+		Targets: []store.Target{{InboxID: e.boot.Inbox.ID}}, ReceivedAt: time.Now()})
+	close(hold)
+	if err != nil || d[0].Deferred || d[0].Match != "new" || d[0].MessageID == "" {
+		t.Fatalf("reply while the relay had not answered: %+v %v", d, err)
+	}
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
 }
 
 func TestLocalConversationBetweenInboxes(t *testing.T) {

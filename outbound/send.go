@@ -56,6 +56,12 @@ type Config struct {
 	MaxRecipients   int
 	MaxMessageBytes int64
 	Now             func() time.Time
+
+	// RelayRewritesMessageIDs is set when the relay replaces our
+	// Message-IDs (--relay-message-id-pattern): a relayed send's id is then
+	// final only once the relay answers. Otherwise the id the gateway
+	// generated is final when the send is stored (SPEC §4).
+	RelayRewritesMessageIDs bool
 }
 
 // Service validates, composes and stores sends.
@@ -225,7 +231,7 @@ func (s *Service) Prepare(ctx context.Context, r Request) (Prepared, error) {
 }
 
 // plan routes every recipient (local inbox, capture or relay), decides
-// whether the Message-ID is final at once (no relay involved), and whether
+// whether the Message-ID is final at once (no relay that rewrites it), and whether
 // the inbox's send policy holds the send for approval (SPEC §7).
 func (s *Service) plan(ctx context.Context, ib store.Inbox, out *store.Outgoing, rcpts []store.Recipient) (hold bool, err error) {
 	out.Confirmed = true
@@ -238,7 +244,7 @@ func (s *Service) plan(ctx context.Context, ib store.Inbox, out *store.Outgoing,
 			_, d, _ := strings.Cut(strings.ToLower(r.Email), "@")
 			external = external || !slices.Contains(ib.AllowedDomains, d)
 		}
-		if r.Route == "relay" {
+		if r.Route == "relay" && s.cfg.RelayRewritesMessageIDs {
 			out.Confirmed = false // final once the relay answers (SPEC §4)
 		}
 		out.Recipients = append(out.Recipients, r)

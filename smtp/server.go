@@ -333,8 +333,33 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
-	_, err := ss.s.store.Ingest(ctx, in)
-	return err
+	ds, err := ss.s.store.Ingest(ctx, in)
+	if err != nil {
+		return err
+	}
+	return alreadyStored(ds)
+}
+
+// alreadyStored is the reply to a transaction whose every copy was a
+// duplicate delivery of a stored message (SPEC §4): 250 naming the stored
+// copies. go-smtp sends a bare *SMTPError returned by Data as the reply
+// whatever its code (conn.go, dataErrorToStatus), so a 2xx one is how a
+// custom success text gets out; reply passes it on. When only some target
+// inboxes had the message, the others stored it and the plain 250 answers;
+// so does a retry of a message still held by the deferred lookup, which has
+// no id to name yet.
+func alreadyStored(ds []store.Delivered) error {
+	ids := make([]string, 0, len(ds))
+	for _, d := range ds {
+		if !d.Duplicate || d.MessageID == "" {
+			return nil
+		}
+		ids = append(ids, d.MessageID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: "Already stored as " + strings.Join(ids, ", ")}
 }
 
 // traceHeader builds the Received: header of RFC 5321 §4.4.

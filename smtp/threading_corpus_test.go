@@ -125,8 +125,10 @@ func loadCorpusMessages(mb corpus.Mailbox) []corpusMessage {
 		cm := corpusMessage{name: m.Name, wire: wire, hash: sha256.Sum256(wire), subject: p.Subject}
 		cm.own = thread.OwnID(p.MessageID)
 		if cm.own == "" {
-			// SPEC §3: the store generates an id from the bytes as received.
-			cm.own = fmt.Sprintf("%x@inboxd.invalid", cm.hash[:16])
+			// SPEC §3: the store generates a random id of the message's
+			// own, never a duplicate's. These corpora have none; one that
+			// had would need mapping by its bytes, not its id, below.
+			cm.own = "generated-" + m.Name + "@inboxd.invalid"
 		}
 		cm.irt = thread.ExtractIDs(p.InReplyTo)
 		cm.refs = thread.ExtractIDs(p.References)

@@ -58,6 +58,9 @@ type Inbox struct {
 	SendPolicy     string
 	AllowedDomains []string
 	CreatedAt      time.Time
+	// DeferredCount is how many inbound messages the deferred parent
+	// lookup holds for the inbox (SPEC §4: held mail is visible).
+	DeferredCount int64
 }
 
 // NewInbox is the input of CreateInbox.
@@ -300,7 +303,8 @@ func (db *DB) insertInbox(ctx context.Context, tx *sql.Tx, projectID string, in 
 	return ib, nil
 }
 
-const inboxColumns = `id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at`
+const inboxColumns = `id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at,
+	(SELECT count(*) FROM deferred_messages d WHERE d.inbox_id = inboxes.id) AS deferred_count`
 
 func scanInbox(row rowScanner) (Inbox, error) {
 	var sc inboxScan
@@ -319,7 +323,8 @@ type inboxScan struct {
 
 func (sc *inboxScan) dest() []any {
 	ib := &sc.ib
-	return []any{&ib.ID, &ib.ProjectID, &ib.Address, &ib.DisplayName, &ib.Environment, &ib.SendPolicy, &sc.domains, &sc.created}
+	return []any{&ib.ID, &ib.ProjectID, &ib.Address, &ib.DisplayName, &ib.Environment, &ib.SendPolicy, &sc.domains, &sc.created,
+		&ib.DeferredCount}
 }
 
 func (sc *inboxScan) inbox() (Inbox, error) {

@@ -38,11 +38,18 @@ func (db *DB) hasUnconfirmedOutbound(ctx context.Context, tx *sql.Tx, inboxID st
 	return n > 0, nil
 }
 
-// isDeferredDuplicate reports whether the same bytes already wait in the
-// inbox's deferred queue (an SMTP retry of a deferred message).
-func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, inboxID string, hash []byte) (bool, error) {
+// isDeferredDuplicate reports whether the same message already waits in
+// the inbox's deferred queue (an SMTP retry of a deferred message). The
+// rule is that of stored messages (SPEC §4): same own id and same bytes.
+// Equal bytes carry the same Message-ID header, so the digest decides; a
+// message without one has a generated id of its own and is never a
+// duplicate.
+func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, p *prepared, inboxID string) (bool, error) {
+	if p.generated || db.storeDuplicates {
+		return false, nil
+	}
 	var n int
-	err := db.queryRow(ctx, tx, sqlDeferredDuplicate, inboxID, hash).Scan(&n)
+	err := db.queryRow(ctx, tx, sqlDeferredDuplicate, inboxID, p.hash).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("find deferred duplicate: %w", err)
 	}

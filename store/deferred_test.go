@@ -90,8 +90,18 @@ func TestDeferredLookup(t *testing.T) {
 	}
 	// A retry of the deferred message is a duplicate, not a second copy.
 	d, err = db.Ingest(ctx, receivedAt(inbox, deferredReply, clock.Now()))
-	if err != nil || !d[0].Duplicate {
+	if err != nil || !d[0].Duplicate || !d[0].Deferred {
 		t.Fatalf("retry of deferred: %+v %v", d, err)
+	}
+	// Without a Message-ID nothing is a duplicate, deferred or not.
+	idless := "In-Reply-To: <ses-rewritten-1@email.amazonses.com>\r\nSubject: Re: quote\r\n\r\nsame\r\n"
+	for range 2 {
+		if d, err = db.Ingest(ctx, receivedAt(inbox, idless, clock.Now())); err != nil || !d[0].Deferred || d[0].Duplicate {
+			t.Fatalf("id-less reply: %+v %v", d, err)
+		}
+	}
+	if n, _, _ := db.DeferredCount(ctx); n != 3 {
+		t.Fatalf("deferred count %d, want 3", n)
 	}
 	// Unrelated mail keeps flowing.
 	if _, err := db.Ingest(ctx, receivedAt(inbox, "Message-ID: <other@y>\r\nSubject: s\r\n\r\nb\r\n", clock.Now())); err != nil {
@@ -101,7 +111,7 @@ func TestDeferredLookup(t *testing.T) {
 	// Confirming the rewritten id threads it at once.
 	clock.Advance(3 * time.Minute)
 	stored, err := db.ConfirmMessageID(ctx, out.MessageID, "ses-rewritten-1@email.amazonses.com")
-	if err != nil || len(stored) != 1 {
+	if err != nil || len(stored) != 3 {
 		t.Fatalf("confirm: %+v %v", stored, err)
 	}
 	if stored[0].ThreadID != out.ThreadID || stored[0].Match != "in_reply_to" || stored[0].Sequence != 2 {

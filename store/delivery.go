@@ -342,7 +342,9 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var stored []Delivered // outcomes, for noteDuplicates once committed
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		stored = stored[:0]
 		// The statements run without the caller's cancellation: under a
 		// cancellable context, database/sql and the driver start a watcher
 		// goroutine for every statement and every result set. A cancelled
@@ -405,25 +407,18 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
-			dup, err := db.isDeferredDuplicate(ctx, tx, ib.ID, p.hash)
+			d, err := db.ingestOne(ctx, tx, &p, ib.ID, tag)
 			if err != nil {
-				return err
+				return fmt.Errorf("local delivery %d: %w", c.ID, err)
 			}
-			if !dup {
-				d, err := db.storeInbound(ctx, tx, &p, ib.ID, tag, true)
-				if err != nil {
-					return fmt.Errorf("local delivery %d: %w", c.ID, err)
-				}
-				if d.Deferred {
-					if err := deferMessage(ctx, tx, &p, ib.ID, tag); err != nil {
-						return err
-					}
-				}
-			}
+			stored = append(stored, d)
 			results = append(results, DeliveryResult{ID: c.ID, Status: StatusDelivered, Code: 250, Message: "2.0.0 Delivered locally"})
 		}
 		return db.recordDeliveries(ctx, tx, results)
 	})
+	if err == nil {
+		db.noteDuplicates(stored)
+	}
 	return n, err
 }
 

@@ -17,6 +17,7 @@ const APIVersion = "2026-12-01"
 const (
 	EventMessageReceived   = "message.received"
 	EventMessageQueued     = "message.queued"
+	EventMessageCaptured   = "message.captured"
 	EventApprovalRequested = "approval.requested"
 	EventApprovalApproved  = "approval.approved"
 	EventApprovalRejected  = "approval.rejected"
@@ -24,8 +25,8 @@ const (
 
 // EventTypes lists every event type.
 func EventTypes() []string {
-	return []string{EventMessageReceived, EventMessageQueued, "message.sent", "message.delivered", "message.deferred",
-		"message.bounced", "message.failed", EventApprovalRequested, EventApprovalApproved, EventApprovalRejected}
+	return []string{EventMessageReceived, EventMessageQueued, "message.sent", "message.delivered", EventMessageCaptured,
+		"message.deferred", "message.bounced", "message.failed", EventApprovalRequested, EventApprovalApproved, EventApprovalRejected}
 }
 
 type envelope struct {

@@ -89,7 +89,9 @@ type Delivered struct {
 	Sequence  int64
 	Match     thread.Match
 	// Duplicate reports an SMTP retry of a message already stored: nothing
-	// was written (SPEC §4).
+	// was written, and MessageID and ThreadID are the stored copy's (SPEC
+	// §4). With Deferred, the copy is still waiting in the deferred
+	// lookup and has no ids yet.
 	Duplicate bool
 	// Deferred reports a message kept for the deferred parent lookup; it
 	// has no message, thread or sequence yet (SPEC §4).
@@ -177,6 +179,7 @@ func (db *DB) Ingest(ctx context.Context, in *Incoming) ([]Delivered, error) {
 		if err != nil {
 			return nil, err
 		}
+		db.noteDuplicates(*delivered)
 		return *delivered, nil
 	case <-ctx.Done():
 		// The message may still commit; a retry is then a duplicate.
@@ -192,9 +195,9 @@ func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
 	m := in.Parsed
 	p.own = thread.OwnID(m.MessageID)
 	if p.own == "" {
-		// A generated id derived from the bytes, so that an SMTP retry of
-		// an id-less message is still recognised as a duplicate.
-		p.own = hex.EncodeToString(p.hash[:16]) + "@inboxd.invalid"
+		// Random, never derived from the bytes: two id-less messages are
+		// never duplicates of each other (SPEC §3), even when identical.
+		p.own = db.randomToken(16) + "@inboxd.invalid"
 		p.generated = true
 	}
 	p.irt = thread.ExtractIDs(m.InReplyTo)
@@ -380,26 +383,50 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			continue
 		}
 		seen[inboxID] = true
-		dup, err := db.isDeferredDuplicate(ctx, tx, inboxID, p.hash)
-		if err != nil {
-			return nil, err
-		}
-		if dup {
-			out = append(out, Delivered{InboxID: inboxID, Duplicate: true})
-			continue
-		}
-		d, err := db.storeInbound(ctx, tx, p, inboxID, t.Tag, true)
+		d, err := db.ingestOne(ctx, tx, p, inboxID, t.Tag)
 		if err != nil {
 			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
-		}
-		if d.Deferred {
-			if err := deferMessage(ctx, tx, p, inboxID, t.Tag); err != nil {
-				return nil, err
-			}
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// ingestOne stores one arriving message in one inbox, or keeps it for the
+// deferred parent lookup, or recognises it as a duplicate delivery of a
+// message stored or deferred there before.
+func (db *DB) ingestOne(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) (Delivered, error) {
+	dup, err := db.isDeferredDuplicate(ctx, tx, p, inboxID)
+	if err != nil {
+		return Delivered{}, err
+	}
+	if dup {
+		return Delivered{InboxID: inboxID, Duplicate: true, Deferred: true}, nil
+	}
+	d, err := db.storeInbound(ctx, tx, p, inboxID, tag, true)
+	if err != nil {
+		return Delivered{}, err
+	}
+	if d.Deferred {
+		if err := deferMessage(ctx, tx, p, inboxID, tag); err != nil {
+			return Delivered{}, err
+		}
+	}
+	return d, nil
+}
+
+// noteDuplicates logs and counts the duplicate deliveries of a committed
+// ingest (SPEC §4: not stored again, but visible).
+func (db *DB) noteDuplicates(ds []Delivered) {
+	for _, d := range ds {
+		if !d.Duplicate {
+			continue
+		}
+		db.log.Info("duplicate delivery not stored", "inbox", d.InboxID, "message", d.MessageID, "deferred", d.Deferred)
+		if db.onDuplicate != nil {
+			db.onDuplicate()
+		}
+	}
 }
 
 // ensureInbox returns the inbox for address, creating it in the default
@@ -428,8 +455,10 @@ func (db *DB) ensureInbox(ctx context.Context, tx *sql.Tx, address string) (stri
 // transaction. It loads every id Assign can ask about in one query up
 // front: a message with 50 References costs 1 lookup, not 100.
 type txFinder struct {
-	msgs  map[string]thread.Stored
-	links map[string]string
+	own    string
+	msgs   map[string]thread.Stored
+	copies map[string]thread.Stored // inbound copies of own, by hex digest
+	links  map[string]string
 }
 
 // The finder's queries take the ids as one JSON array (json_each), so each
@@ -438,11 +467,11 @@ const (
 	// sqlFindIDs answers both questions in one statement: the stored
 	// messages known by the ids (link 0, first copy first), then the
 	// missing-parent links among them (link 1).
-	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.thread_id, m.direction, m.raw_sha256
+	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.id, m.thread_id, m.direction, m.raw_sha256
 			FROM message_ids i JOIN messages m ON m.id = i.message_id
 			WHERE i.inbox_id = ?1 AND i.rfc_message_id IN (SELECT value FROM json_each(?2))
 		UNION ALL
-		SELECT 1, 0, rfc_message_id, thread_id, '', NULL FROM missing_parents
+		SELECT 1, 0, rfc_message_id, '', thread_id, '', NULL FROM missing_parents
 			WHERE inbox_id = ?1 AND rfc_message_id IN (SELECT value FROM json_each(?2))
 		ORDER BY link, ord`
 	sqlInsertLinks = `INSERT INTO missing_parents (inbox_id, rfc_message_id, thread_id)
@@ -459,7 +488,7 @@ func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, c
 	if err != nil {
 		return nil, err
 	}
-	f := &txFinder{msgs: map[string]thread.Stored{}, links: map[string]string{}}
+	f := &txFinder{own: own, msgs: map[string]thread.Stored{}, copies: map[string]thread.Stored{}, links: map[string]string{}}
 	rows, err := db.query(ctx, tx, sqlFindIDs, inboxID, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("find message ids: %w", err)
@@ -471,27 +500,37 @@ func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, c
 		var id, dir string
 		var s thread.Stored
 		var hash []byte
-		if err := rows.Scan(&link, &ord, &id, &s.ThreadID, &dir, &hash); err != nil {
+		if err := rows.Scan(&link, &ord, &id, &s.MessageID, &s.ThreadID, &dir, &hash); err != nil {
 			return nil, fmt.Errorf("find message ids: %w", err)
 		}
 		if link {
 			f.links[id] = s.ThreadID
 			continue
 		}
-		if _, seen := f.msgs[id]; seen {
-			continue // the first copy answers
-		}
 		s.Outbound = dir == "outbound"
-		if hash != nil {
-			s.Hash = hex.EncodeToString(hash)
+		if id == own && hash != nil { // inbound: outbound messages have no digest
+			h := hex.EncodeToString(hash)
+			if _, seen := f.copies[h]; !seen {
+				f.copies[h] = s
+			}
 		}
-		f.msgs[id] = s
+		if _, seen := f.msgs[id]; !seen { // the first copy answers
+			f.msgs[id] = s
+		}
 	}
 	return f, rows.Err()
 }
 
 func (f *txFinder) Message(id string) (thread.Stored, bool, error) {
 	s, ok := f.msgs[id]
+	return s, ok, nil
+}
+
+func (f *txFinder) Copy(id, hash string) (thread.Stored, bool, error) {
+	if id != f.own {
+		return thread.Stored{}, false, nil // only asked about the own id
+	}
+	s, ok := f.copies[hash]
 	return s, ok, nil
 }
 
@@ -529,12 +568,13 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	}
 	res, err := thread.Assign(f, thread.Input{
 		OwnID: p.own, Candidates: p.candidates, Hash: hex.EncodeToString(p.hash), Inbound: true,
+		KeepDuplicates: db.storeDuplicates,
 	})
 	if err != nil {
 		return Delivered{}, err
 	}
 	if res.Duplicate {
-		return Delivered{InboxID: inboxID, ThreadID: res.ThreadID, Duplicate: true}, nil
+		return Delivered{InboxID: inboxID, MessageID: res.MessageID, ThreadID: res.ThreadID, Duplicate: true}, nil
 	}
 	if mayDefer && res.Unresolved {
 		pending, err := db.hasUnconfirmedOutbound(ctx, tx, inboxID)

@@ -148,7 +148,7 @@ func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepar
 	if req.Hold {
 		res, err = db.holdTx(ctx, tx, req.Out)
 	} else {
-		res, err = db.queueTx(ctx, tx, req.Out, p, "")
+		res, err = db.queueTx(ctx, tx, req.Out, p, nil)
 	}
 	if err != nil {
 		return SendResult{}, err
@@ -171,9 +171,15 @@ func (db *DB) prepareOutgoing(raw []byte) *prepared {
 	return db.prepare(&Incoming{Raw: raw, Parsed: message.Parse(raw)})
 }
 
+// released names the approval whose decision queues a send.
+type released struct{ approvalID, draftID string }
+
 // queueTx stores the outbound message (p, prepared from o.Raw) in its
-// thread and queues one delivery per recipient.
-func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, approvalID string) (SendResult, error) {
+// thread and queues one delivery per recipient. Its events, in order:
+// approval.approved when an approval released it (the cause before its
+// effect, SPEC §8), message.queued, and message.captured listing the
+// recipients captured at once.
+func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, approval *released) (SendResult, error) {
 	now := db.now()
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
@@ -198,6 +204,10 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 			links = append(links, c.ID)
 		}
 	}
+	approvalID := ""
+	if approval != nil {
+		approvalID = approval.approvalID
+	}
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
 		inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
 		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: f.newLinks(links),
@@ -207,23 +217,35 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 		return SendResult{}, err
 	}
 	data := messageEventData(d.MessageID, d.ThreadID, "outbound", d.Sequence, false, false)
-	if approvalID != "" {
-		var draftID string
-		if err := tx.QueryRowContext(ctx, `SELECT draft_id FROM approvals WHERE id = ?`, approvalID).Scan(&draftID); err != nil {
-			return SendResult{}, fmt.Errorf("approval draft: %w", err)
+	if approval != nil {
+		if err := db.appendEvent(ctx, tx, o.InboxID, EventApprovalApproved, map[string]any{"approval_id": approval.approvalID,
+			"draft_id": approval.draftID, "message_id": d.MessageID, "thread_id": d.ThreadID}); err != nil {
+			return SendResult{}, err
 		}
-		data["approval_id"], data["draft_id"] = approvalID, draftID
+		data["approval_id"], data["draft_id"] = approval.approvalID, approval.draftID
 	}
 	if err := db.appendEvent(ctx, tx, o.InboxID, EventMessageQueued, data); err != nil {
 		return SendResult{}, err
 	}
+	var captured []map[string]any
 	for _, r := range o.Recipients {
 		status, next := StatusQueued, any(ms(now))
 		if r.Route == "capture" {
 			status, next = StatusCaptured, nil
+			captured = append(captured, map[string]any{"email": r.Email, "delivery_status": StatusCaptured,
+				"smtp_code": nil, "smtp_message": nil})
 		}
 		if _, err := db.exec(ctx, tx, sqlInsertDelivery, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
 			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
+		}
+	}
+	if len(captured) > 0 {
+		// Captured recipients are final when the send is stored: their
+		// delivery event comes with it, like the worker's for the others.
+		data := messageEventData(d.MessageID, d.ThreadID, "outbound", d.Sequence, false, false)
+		data["recipients"] = captured
+		if err := db.appendEvent(ctx, tx, o.InboxID, EventMessageCaptured, data); err != nil {
+			return SendResult{}, err
 		}
 	}
 	return SendResult{MessageID: d.MessageID, ThreadID: d.ThreadID, InboxID: o.InboxID}, nil
@@ -379,12 +401,8 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 			return fmt.Errorf("draft: %w", err)
 		}
 		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
-			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), approvalID)
+			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), &released{approvalID, draftID})
 		if err != nil {
-			return err
-		}
-		if err := db.appendEvent(ctx, tx, inboxID, EventApprovalApproved, map[string]any{"approval_id": approvalID, "draft_id": draftID,
-			"message_id": res.MessageID, "thread_id": res.ThreadID}); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = 'approved', decided_at = ?, decided_by = ?, message_id = ?, thread_id = ?

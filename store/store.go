@@ -63,6 +63,12 @@ type Options struct {
 	// OnDeferredStored, when set, is told how long each deferred message
 	// waited before it was stored (for a metric).
 	OnDeferredStored func(waited time.Duration)
+	// OnDuplicate, when set, is called once per duplicate delivery that
+	// was not stored (for a metric).
+	OnDuplicate func()
+	// StoreDuplicates stores duplicate deliveries anyway, as copies with
+	// the same id (--store-duplicates, SPEC §4).
+	StoreDuplicates bool
 }
 
 // DB is an open inboxd database.
@@ -83,6 +89,8 @@ type DB struct {
 	writeQ           chan *writeReq // ingests and sends for the writer (Run)
 	stopped          chan struct{}  // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
+	onDuplicate      func()
+	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
 	// rows newest first instead of collecting every match (query.go).
@@ -158,6 +166,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
+		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates,
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,21 +228,53 @@ func TestIngestStoresEverything(t *testing.T) {
 	}
 }
 
-func TestIngestWithoutMessageIDIsStillDeduplicated(t *testing.T) {
-	db, b := openTest(t)
+// A message without Message-ID gets a generated id from the store's random
+// source, never from its bytes: the same id-less bytes twice are two
+// messages (SPEC §3).
+func TestIngestWithoutMessageIDIsNeverDuplicate(t *testing.T) {
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), Rand: mathrand.NewChaCha8([32]byte{1})})
 	ctx := context.Background()
 	raw := "Subject: no id\r\n\r\nbody\r\n"
-	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
-	if err != nil {
-		t.Fatal(err)
+	ids := map[string]bool{}
+	for range 2 {
+		d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+		if err != nil || d[0].Duplicate {
+			t.Fatalf("id-less message: %+v %v", d, err)
+		}
+		m, err := db.GetMessage(ctx, b.Inbox.ID, d[0].MessageID)
+		if err != nil || !m.RFCMessageIDGenerated || !strings.HasSuffix(m.RFCMessageID, "@inboxd.invalid>") {
+			t.Fatalf("generated id: %+v %v", m, err)
+		}
+		ids[m.RFCMessageID] = true
 	}
-	m, err := db.GetMessage(ctx, b.Inbox.ID, d[0].MessageID)
-	if err != nil || !m.RFCMessageIDGenerated || !strings.HasSuffix(m.RFCMessageID, "@inboxd.invalid>") {
-		t.Fatalf("generated id: %+v %v", m, err)
+	if len(ids) != 2 {
+		t.Fatalf("generated ids %v, want two distinct", ids)
 	}
-	d2, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
-	if err != nil || !d2[0].Duplicate {
-		t.Fatalf("retry of id-less message: %+v %v", d2, err)
+}
+
+// A duplicate is the same id and the same bytes as any stored copy, not
+// only the first; the answer names that copy.
+func TestDuplicateOfEveryCopy(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	first := "Message-ID: <list@x>\r\nSubject: s\r\n\r\nbody\r\n"
+	footer := first + "-- \r\nlist footer\r\n"
+	var ids []string
+	for _, raw := range []string{first, footer} {
+		d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+		if err != nil || d[0].Duplicate {
+			t.Fatalf("copy: %+v %v", d, err)
+		}
+		ids = append(ids, d[0].MessageID)
+	}
+	for i, raw := range []string{first, footer} {
+		d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+		if err != nil || !d[0].Duplicate || d[0].MessageID != ids[i] {
+			t.Fatalf("retry of copy %d: %+v %v, want duplicate of %s", i, d, err, ids[i])
+		}
+	}
+	if msgs, _ := db.InboxMessages(ctx, b.Inbox.ID); len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
 	}
 }
 

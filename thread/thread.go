@@ -107,11 +107,11 @@ func Candidates(own string, inReplyTo, references []string) []Candidate {
 // tokens without '@' ("<yes>") are too generic to join strangers' mail.
 func linkable(id string) bool { return strings.Contains(id, "@") }
 
-// Stored describes the first stored message of an inbox with a given id.
+// Stored describes a stored message of an inbox.
 type Stored struct {
-	ThreadID string
-	Outbound bool
-	Hash     string // digest of the bytes as received; "" for outbound
+	MessageID string
+	ThreadID  string
+	Outbound  bool
 }
 
 // Finder answers questions about one inbox. The store implements it inside
@@ -120,6 +120,10 @@ type Finder interface {
 	// Message returns the first stored message of the inbox whose id
 	// (or alias) is id.
 	Message(id string) (Stored, bool, error)
+	// Copy returns a stored inbound message of the inbox whose own id is id
+	// and whose bytes as received have the digest hash: an earlier delivery
+	// of the very same message, whichever copy of the id it was.
+	Copy(id, hash string) (Stored, bool, error)
 	// Link returns the thread a missing-parent link for id points to.
 	Link(id string) (string, bool, error)
 }
@@ -130,12 +134,17 @@ type Input struct {
 	Candidates []Candidate
 	Hash       string // digest of the bytes as received (without our trace header)
 	Inbound    bool
+	// KeepDuplicates stores a duplicate delivery like any other copy of
+	// its id (--store-duplicates) instead of reporting Duplicate.
+	KeepDuplicates bool
 }
 
 // Result says where the message goes.
 type Result struct {
 	// Duplicate is an SMTP retry of a stored message: store nothing.
+	// MessageID is then the stored copy.
 	Duplicate bool
+	MessageID string
 	// ThreadID is the thread to join; "" opens a new thread.
 	ThreadID string
 	Match    Match
@@ -152,14 +161,21 @@ type Result struct {
 func Assign(f Finder, in Input) (Result, error) {
 	var res Result
 	if in.OwnID != "" {
+		if in.Inbound && !in.KeepDuplicates {
+			c, ok, err := f.Copy(in.OwnID, in.Hash)
+			if err != nil {
+				return Result{}, err
+			}
+			if ok {
+				return Result{Duplicate: true, MessageID: c.MessageID, ThreadID: c.ThreadID}, nil
+			}
+		}
 		first, ok, err := f.Message(in.OwnID)
 		if err != nil {
 			return Result{}, err
 		}
 		if ok {
 			switch {
-			case in.Inbound && !first.Outbound && first.Hash == in.Hash:
-				return Result{Duplicate: true, ThreadID: first.ThreadID}, nil
 			case in.Inbound && first.Outbound:
 				res = Result{ThreadID: first.ThreadID, Match: MatchEcho, Echo: true}
 			default:

@@ -64,33 +64,48 @@ func TestCandidatesOrder(t *testing.T) {
 // memFinder is an inbox held in maps, for rules the shared model does not
 // cover (outbound messages).
 type memFinder struct {
-	msgs  map[string]Stored
-	links map[string]string
+	msgs   map[string]Stored
+	copies map[[2]string]Stored // by own id and digest
+	links  map[string]string
 }
 
 func (f *memFinder) Message(id string) (Stored, bool, error) { s, ok := f.msgs[id]; return s, ok, nil }
-func (f *memFinder) Link(id string) (string, bool, error)    { t, ok := f.links[id]; return t, ok, nil }
+func (f *memFinder) Copy(id, hash string) (Stored, bool, error) {
+	s, ok := f.copies[[2]string{id, hash}]
+	return s, ok, nil
+}
+func (f *memFinder) Link(id string) (string, bool, error) { t, ok := f.links[id]; return t, ok, nil }
 
 func TestAssignDuplicatesAndEchoes(t *testing.T) {
 	f := &memFinder{msgs: map[string]Stored{
-		"in@x":  {ThreadID: "T1", Hash: "h1"},
-		"out@x": {ThreadID: "T2", Outbound: true},
+		"in@x":  {MessageID: "M1", ThreadID: "T1"},
+		"out@x": {MessageID: "M3", ThreadID: "T2", Outbound: true},
+	}, copies: map[[2]string]Stored{
+		{"in@x", "h1"}:  {MessageID: "M1", ThreadID: "T1"},
+		{"in@x", "h2"}:  {MessageID: "M2", ThreadID: "T1"}, // a second, different copy
+		{"out@x", "h4"}: {MessageID: "M4", ThreadID: "T2"}, // an echo already stored
 	}, links: map[string]string{}}
 	tests := []struct {
 		own, hash string
+		keep      bool
 		want      Result
 	}{
-		{"in@x", "h1", Result{Duplicate: true, ThreadID: "T1"}},
-		{"in@x", "h2", Result{ThreadID: "T1", Match: MatchSameMessageID}},
-		{"out@x", "h3", Result{ThreadID: "T2", Match: MatchEcho, Echo: true}},
+		{"in@x", "h1", false, Result{Duplicate: true, MessageID: "M1", ThreadID: "T1"}},
+		// A retry of the second copy is a duplicate of that copy.
+		{"in@x", "h2", false, Result{Duplicate: true, MessageID: "M2", ThreadID: "T1"}},
+		{"in@x", "h5", false, Result{ThreadID: "T1", Match: MatchSameMessageID}},
+		// --store-duplicates: stored like any other copy of the id.
+		{"in@x", "h1", true, Result{ThreadID: "T1", Match: MatchSameMessageID}},
+		{"out@x", "h3", false, Result{ThreadID: "T2", Match: MatchEcho, Echo: true}},
+		{"out@x", "h4", false, Result{Duplicate: true, MessageID: "M4", ThreadID: "T2"}},
 	}
 	for _, tt := range tests {
-		got, err := Assign(f, Input{OwnID: tt.own, Hash: tt.hash, Inbound: true})
+		got, err := Assign(f, Input{OwnID: tt.own, Hash: tt.hash, Inbound: true, KeepDuplicates: tt.keep})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s/%s: got %+v, want %+v", tt.own, tt.hash, got, tt.want)
+			t.Errorf("%s/%s keep=%v: got %+v, want %+v", tt.own, tt.hash, tt.keep, got, tt.want)
 		}
 	}
 }
