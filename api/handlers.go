@@ -1,11 +1,15 @@
 package api
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -547,31 +551,108 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "deleted": true})
 }
 
+// getBody streams the body object from storage: each part is decompressed,
+// sanitized (html) and JSON-escaped on its way to the client, so a request
+// holds a piece of the packed body and some buffers, never the text
+// (issue 13: 150 MB a request for a 19 MB message when it was built in
+// memory). The fields
+// are in encoding/json's order for the map this route used to encode, and
+// every byte is what it wrote. A failure before the first 32 KB reach the
+// client is still an error response; after, the answer is cut short and
+// the failure logged.
 func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 	ib, m, err := s.message(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := s.db.GetBody(r.Context(), m.ID)
+	b, err := s.db.OpenBody(r.Context(), m.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var html *string
+	var cid func(string) (string, bool)
 	if b.HTML != nil {
 		atts, err := s.db.Attachments(r.Context(), m.ID)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		h := serveHTML(*b.HTML, ib, m.ID, atts)
-		html = &h
+		cid = cidURLs(ib, m.ID, atts)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"text": b.Text, "html": html, "extracted_text": b.ExtractedText,
-		"body_available": true, "original_raw_available": m.RawStored,
-	})
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	sw := &startedWriter{w: w}
+	bw := bufio.NewWriterSize(sw, 32<<10)
+	if err = writeBodyJSON(r.Context(), bw, b, m.RawStored, cid); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		if !sw.started {
+			s.writeError(w, r, err)
+			return
+		}
+		if r.Context().Err() == nil { // else the client went away
+			s.log.Error("api: body stream failed", "message", m.ID, "err", err)
+		}
+	}
+}
+
+// writeBodyJSON writes {"body_available","extracted_text","html",
+// "original_raw_available","text"} and a newline. w's errors are sticky:
+// the caller's Flush reports one that only a WriteString saw.
+func writeBodyJSON(ctx context.Context, w *bufio.Writer, b store.BodyParts, rawStored bool, cid func(string) (string, bool)) error {
+	w.WriteString(`{"body_available":true,"extracted_text":`)
+	if err := writeJSONString(w, copyPart(ctx, &b.ExtractedText)); err != nil {
+		return err
+	}
+	w.WriteString(`,"html":`)
+	if b.HTML == nil {
+		w.WriteString("null")
+	} else if err := writeJSONString(w, func(w io.Writer) error {
+		r := b.HTML.Open(ctx)
+		defer r.Close()
+		// Sanitized again as it is served: the policy may have tightened
+		// since it was stored.
+		return message.SanitizeTo(w, r, cid)
+	}); err != nil {
+		return err
+	}
+	w.WriteString(`,"original_raw_available":` + strconv.FormatBool(rawStored) + `,"text":`)
+	if b.Text == nil {
+		w.WriteString("null")
+	} else if err := writeJSONString(w, copyPart(ctx, b.Text)); err != nil {
+		return err
+	}
+	w.WriteString("}\n")
+	return nil
+}
+
+// copyPart copies a part's text to the writer it is given.
+func copyPart(ctx context.Context, p *store.BodyPart) func(io.Writer) error {
+	return func(w io.Writer) error {
+		r := p.Open(ctx)
+		defer r.Close()
+		_, err := io.Copy(w, r)
+		return err
+	}
+}
+
+// cidURLs maps the Content-ID of each clean part to the URL it is served
+// at (the first part wins a Content-ID used twice); nil when there is none.
+func cidURLs(ib store.Inbox, messageID string, atts []store.Attachment) func(string) (string, bool) {
+	urls := map[string]string{}
+	for _, a := range atts {
+		if _, dup := urls[a.ContentID]; a.ContentID != "" && a.ScanStatus == "clean" && !dup {
+			urls[a.ContentID] = "/v1/projects/" + ib.ProjectID + "/inboxes/" + ib.ID + "/messages/" + messageID + "/attachments/" + a.ID
+		}
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	return func(id string) (string, bool) {
+		u, ok := urls[id]
+		return u, ok
+	}
 }
 
 func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
@@ -593,22 +674,6 @@ func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
 		// Headers are gone: the client sees a truncated body.
 		s.log.Error("api: raw stream failed", "message", m.ID, "err", err)
 	}
-}
-
-// serveHTML sanitizes stored HTML again (the policy may have tightened
-// since it was stored) and points cid: images at their attachment URLs.
-func serveHTML(html string, ib store.Inbox, messageID string, atts []store.Attachment) string {
-	html = message.Sanitize(html)
-	var pairs []string
-	for _, a := range atts {
-		if a.ContentID != "" && a.ScanStatus == "clean" {
-			pairs = append(pairs, "cid:"+a.ContentID, "/v1/projects/"+ib.ProjectID+"/inboxes/"+ib.ID+"/messages/"+messageID+"/attachments/"+a.ID)
-		}
-	}
-	if len(pairs) == 0 {
-		return html
-	}
-	return strings.NewReplacer(pairs...).Replace(html)
 }
 
 // startedWriter records whether anything was written, so a failure before

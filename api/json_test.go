@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
@@ -114,6 +115,55 @@ func checkObjects(t *testing.T, strs []string, seed uint64) {
 	sameAsEncodingJSON(t, genPage(g, g.threadMessage))
 }
 
+// checkStreamed fails unless s written to a jsonStringWriter in pieces
+// (cut where the source says, through Write and WriteString) comes out as
+// appendString quotes it whole.
+func checkStreamed(t *testing.T, s string, seed uint64) {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	var got strings.Builder
+	err := writeJSONString(&got, func(w io.Writer) error {
+		for rest := s; rest != ""; {
+			n := min(len(rest), 1+rnd.IntN(max(1, min(len(rest), 3*jsonChunk))))
+			if rnd.IntN(2) == 0 {
+				w.Write([]byte(rest[:n]))
+			} else {
+				io.WriteString(w, rest[:n])
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+	if want := string(appendString(nil, s)); err != nil || got.String() != want {
+		t.Fatalf("streamed %q (%v)\nappendString %q", got.String(), err, want)
+	}
+}
+
+// Every cut of every tricky string: a cut inside a UTF-8 sequence, an
+// invalid one or U+2028 must not change a byte.
+func TestJSONStringWriterMatchesAppendString(t *testing.T) {
+	for _, s := range trickyStrings {
+		for i := 0; i <= len(s); i++ {
+			for j := i; j <= len(s); j++ {
+				var got strings.Builder
+				writeJSONString(&got, func(w io.Writer) error {
+					w.Write([]byte(s[:i]))
+					io.WriteString(w, s[i:j])
+					w.Write([]byte(s[j:]))
+					return nil
+				})
+				if want := string(appendString(nil, s)); got.String() != want {
+					t.Fatalf("%q cut at %d and %d: %q, want %q", s, i, j, got.String(), want)
+				}
+			}
+		}
+	}
+	big := strings.Repeat(strings.Join(trickyStrings, ""), 2*jsonChunk/len(strings.Join(trickyStrings, ""))+1)
+	for seed := range uint64(20) {
+		checkStreamed(t, big, seed)
+	}
+}
+
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	var all strings.Builder
 	for c := range 256 {
@@ -134,5 +184,6 @@ func FuzzMessageJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b, c string, seed uint64) {
 		checkObjects(t, []string{a, b, c}, seed)
+		checkStreamed(t, a+b+c, seed)
 	})
 }

@@ -1,6 +1,8 @@
 package message
 
 import (
+	"io"
+	"net/url"
 	"regexp"
 	"sync"
 
@@ -9,20 +11,40 @@ import (
 
 // policy is built once and never modified afterwards; bluemonday policies
 // are safe for concurrent use once built.
-var policy = sync.OnceValue(newPolicy)
+var policy = sync.OnceValue(func() *bluemonday.Policy { return newPolicy(nil) })
 
-// imgSrc allows only images that need no network fetch: cid: references to
-// the message's own parts (rewritten to attachment URLs when served) and
-// data: images. Remote images are tracking beacons more often than content,
-// so they are blocked by default.
-var imgSrc = regexp.MustCompile(`(?i)^\s*(cid:|data:image/)`)
+var (
+	// imgSrc allows only images that need no network fetch: cid:
+	// references to the message's own parts (rewritten to attachment URLs
+	// when served) and data: images in raster formats (an SVG can carry
+	// script). Remote images are tracking beacons more often than content,
+	// so they are blocked by default.
+	imgSrc = regexp.MustCompile(`(?i)^\s*(?:cid:|data:image/(?:gif|jpeg|png|webp);base64,)`)
+	// linkURL is a link or citation to a scheme of AllowStandardURLs, a
+	// cid: part, or a relative URL: the policy allows data: URLs for
+	// images, and that scheme check alone would let them through here too.
+	linkURL = regexp.MustCompile(`(?i)^\s*(?:(?:https?|mailto|cid):|[^:]*(?:[/?#]|$))`)
+
+	// AllowStandardAttributes' patterns, compiled once here rather than on
+	// each call (see SanitizeTo).
+	langValue = regexp.MustCompile(`[a-zA-Z]{2,20}`)
+	idValue   = regexp.MustCompile(`[a-zA-Z0-9\:\-_\.]+`)
+
+	openValue = regexp.MustCompile(`(?i)^(|open)$`)
+	colorName = regexp.MustCompile(`^#?[0-9A-Za-z]{1,20}$`)
+)
 
 // newPolicy is bluemonday's UGCPolicy without its AllowImages (whose
 // src-anything rule cannot be narrowed afterwards: attribute rules are ORed),
-// plus a few presentational elements that mail relies on.
-func newPolicy() *bluemonday.Policy {
+// plus a few presentational elements that mail relies on. rewriteSrc, when
+// not nil, rewrites each img src the policy has accepted.
+func newPolicy(rewriteSrc func(*url.URL)) *bluemonday.Policy {
 	p := bluemonday.NewPolicy()
-	p.AllowStandardAttributes()
+	// bluemonday's AllowStandardAttributes.
+	p.AllowAttrs("dir").Matching(bluemonday.Direction).Globally()
+	p.AllowAttrs("lang").Matching(langValue).Globally()
+	p.AllowAttrs("id").Matching(idValue).Globally()
+	p.AllowAttrs("title").Matching(bluemonday.Paragraph).Globally()
 	p.AllowStandardURLs()
 	p.AllowURLSchemes("cid")
 	p.AllowDataURIImages()
@@ -34,9 +56,9 @@ func newPolicy() *bluemonday.Policy {
 		"abbr", "acronym", "cite", "code", "dfn", "em", "figcaption", "mark", "s",
 		"samp", "strong", "sub", "sup", "var", "b", "i", "pre", "small", "strike",
 		"tt", "u", "rp", "rt", "ruby", "center", "font", "big", "address")
-	p.AllowAttrs("open").Matching(regexp.MustCompile(`(?i)^(|open)$`)).OnElements("details")
-	p.AllowAttrs("cite").OnElements("blockquote", "q")
-	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("open").Matching(openValue).OnElements("details")
+	p.AllowAttrs("cite").Matching(linkURL).OnElements("blockquote", "q")
+	p.AllowAttrs("href").Matching(linkURL).OnElements("a")
 	p.AllowAttrs("datetime").Matching(bluemonday.ISO8601).OnElements("time", "del", "ins")
 	p.AllowAttrs("cite").Matching(bluemonday.Paragraph).OnElements("del", "ins")
 	p.AllowAttrs("dir").Matching(bluemonday.Direction).OnElements("bdi", "bdo")
@@ -50,10 +72,13 @@ func newPolicy() *bluemonday.Policy {
 	p.AllowAttrs("align").Matching(bluemonday.ImageAlign).OnElements("img")
 
 	p.AllowAttrs("align").Matching(bluemonday.CellAlign).OnElements("p", "div", "center")
-	p.AllowAttrs("bgcolor", "color").Matching(regexp.MustCompile(`^#?[0-9A-Za-z]{1,20}$`)).OnElements("td", "th", "tr", "table", "font")
+	p.AllowAttrs("bgcolor", "color").Matching(colorName).OnElements("td", "th", "tr", "table", "font")
 
 	// The title of a full HTML document is not part of the visible body.
 	p.SkipElementsContent("title")
+	if rewriteSrc != nil {
+		p.RewriteSrc(rewriteSrc)
+	}
 	return p
 }
 
@@ -63,4 +88,38 @@ func newPolicy() *bluemonday.Policy {
 // noopener" and target="_blank".
 func Sanitize(html string) string {
 	return policy().Sanitize(html)
+}
+
+// SanitizeTo writes html made safe as Sanitize makes it to w, token by
+// token: it holds one token at a time, so its memory is a few times the
+// longest run of text between two tags, not the document.
+//
+// cid, when not nil, gives the URL at which the message's part with a
+// Content-ID is served, or false when it is not (unknown, or not clean):
+// an img src the policy accepted as cid:ID (ID raw or %-decoded, RFC 2392)
+// becomes that URL inside the sanitizer, which then writes the attribute
+// itself. The output is always the sanitizer's: editing HTML after it
+// (a string replace of "cid:"+ID) let a Content-ID with a quote in it
+// close the attribute (issue 13). Other cid: URLs stay as they are; they
+// fetch nothing.
+func SanitizeTo(w io.Writer, html io.Reader, cid func(contentID string) (string, bool)) error {
+	p := policy()
+	if cid != nil {
+		// A policy per call: bluemonday's rewriter has no per-call
+		// argument. Building one costs some 50 µs, and only messages
+		// with clean inline parts need it.
+		p = newPolicy(func(u *url.URL) {
+			if u.Scheme != "cid" || u.Opaque == "" {
+				return
+			}
+			target, ok := cid(u.Opaque)
+			if id, err := url.PathUnescape(u.Opaque); !ok && err == nil && id != u.Opaque {
+				target, ok = cid(id)
+			}
+			if ok {
+				*u = url.URL{Path: target}
+			}
+		})
+	}
+	return p.SanitizeReaderToWriter(html, w)
 }

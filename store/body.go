@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -104,44 +106,76 @@ var errBadPack = errors.New("malformed packed body")
 // message inboxd accepts.
 const maxPackedPart = 1 << 32
 
-// unpack is the inverse of pack.
-func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
-	if len(packed) < 2 || packed[0] != packFormat {
-		return Body{}, errBadPack
+// packHeader is a packed body's layout: its flags, the three lengths and
+// the deflate stream.
+type packHeader struct {
+	flags  byte
+	lens   [3]uint64 // text, html, extracted_text
+	stream []byte
+}
+
+// streamLen is how many bytes the deflate stream holds.
+func (h *packHeader) streamLen() uint64 {
+	if h.flags&packExtractedPrefix != 0 {
+		return h.lens[0] + h.lens[1]
 	}
-	flags := packed[1]
+	return h.lens[0] + h.lens[1] + h.lens[2]
+}
+
+func parsePacked(packed []byte) (packHeader, error) {
+	if len(packed) < 2 || packed[0] != packFormat {
+		return packHeader{}, errBadPack
+	}
+	h := packHeader{flags: packed[1]}
 	rest := packed[2:]
-	var lens [3]uint64
-	for i := range lens {
+	for i := range h.lens {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
-			return Body{}, errBadPack
+			return packHeader{}, errBadPack
 		}
 		if v > maxPackedPart { // also keeps the sums below from overflowing
-			return Body{}, errBadPack
+			return packHeader{}, errBadPack
 		}
-		lens[i], rest = v, rest[n:]
+		h.lens[i], rest = v, rest[n:]
 	}
-	total := lens[0] + lens[1]
-	if flags&packExtractedPrefix == 0 {
-		total += lens[2]
-	} else if lens[2] > lens[0] {
-		return Body{}, errBadPack
+	if h.flags&packExtractedPrefix != 0 && h.lens[2] > h.lens[0] {
+		return packHeader{}, errBadPack
 	}
-	src := bytes.NewReader(rest)
-	var r io.ReadCloser
+	h.stream = rest
+	return h, nil
+}
+
+// reader returns a decompressor of src, reused when one is free.
+func (bp *bodyPacker) reader(src io.Reader) io.ReadCloser {
 	select {
-	case r = <-bp.readers:
+	case r := <-bp.readers:
 		r.(flate.Resetter).Reset(src, nil) // fails only for a bad dictionary
+		return r
 	default:
-		r = flate.NewReader(src)
+		return flate.NewReader(src)
 	}
-	defer func() {
-		select {
-		case bp.readers <- r:
-		default:
-		}
-	}()
+}
+
+// release keeps r for reuse if there is room, reset first: an idle
+// reader must not hold on to its last input (a piece, or a whole packed
+// body) while it waits.
+func (bp *bodyPacker) release(r io.ReadCloser) {
+	r.(flate.Resetter).Reset(strings.NewReader(""), nil)
+	select {
+	case bp.readers <- r:
+	default:
+	}
+}
+
+// unpack is the inverse of pack.
+func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
+	h, err := parsePacked(packed)
+	if err != nil {
+		return Body{}, err
+	}
+	total := h.streamLen()
+	r := bp.reader(bytes.NewReader(h.stream))
+	defer bp.release(r)
 	// Read through a limit rather than into a buffer of the stated size, so
 	// a damaged length cannot ask for gigabytes.
 	var data bytes.Buffer
@@ -153,16 +187,241 @@ func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
 		return Body{}, errBadPack
 	}
 	all := data.String()
-	text, html := all[:lens[0]], all[lens[0]:lens[0]+lens[1]]
-	b := Body{ExtractedText: all[lens[0]+lens[1]:]}
-	if flags&packExtractedPrefix != 0 {
-		b.ExtractedText = text[:lens[2]]
+	text, html := all[:h.lens[0]], all[h.lens[0]:h.lens[0]+h.lens[1]]
+	b := Body{ExtractedText: all[h.lens[0]+h.lens[1]:]}
+	if h.flags&packExtractedPrefix != 0 {
+		b.ExtractedText = text[:h.lens[2]]
 	}
-	if flags&packHasText != 0 {
+	if h.flags&packHasText != 0 {
 		b.Text = &text
 	}
-	if flags&packHasHTML != 0 {
+	if h.flags&packHasHTML != 0 {
 		b.HTML = &html
+	}
+	return b, nil
+}
+
+// BodyParts is a stored body to be read part by part (OpenBody). Each part
+// is decompressed from the packed body again when it is opened, as far as
+// that part reaches, and a large packed body is read from the database in
+// pieces (of blobChunk, or an eighth of the body: bodyPieces) as the
+// decompressor needs them; the driver has no incremental blob I/O. So a
+// reader holds a piece and a decompressor, never the text nor the whole
+// packed body: a 19 MB text packs to some 8 MB, and the body route served
+// a dozen readers of it at once with 150 MB each when it unpacked it
+// (issue 13). Rows stored before migration 0007 are read from their plain
+// columns.
+type BodyParts struct {
+	Text, HTML    *BodyPart // nil when the message has no such part
+	ExtractedText BodyPart
+}
+
+// BodyPart is one part of a stored body.
+type BodyPart struct {
+	src      *packedStream // nil for a plain row
+	off, len uint64        // of the part in the decompressed stream
+	plain    string
+}
+
+// packedStream is where a packed body's deflate stream is read from: the
+// bytes read with the row when the body is small (almost all are), or
+// else bodies.packed from start to end, piece by piece.
+type packedStream struct {
+	bp         *bodyPacker
+	data       []byte
+	db         *DB // nil when data holds the stream
+	messageID  string
+	start, end int64
+	piece      int64
+}
+
+// bodyPieces is how many pieces a large packed body is read in, at most,
+// per pass. SQLite reads all of a blob to take a substr of it, so each
+// piece costs a read of the whole: more pieces would hold less memory and
+// cost more (a read of 8 MB in 1 MB pieces is 64 MB read).
+const bodyPieces = 8
+
+// Open returns a reader of the part's text (UTF-8); it reads the database
+// with ctx. A damaged or vanished body is an error from Read, never a
+// short text. Close it: it holds a decompressor.
+func (p *BodyPart) Open(ctx context.Context) io.ReadCloser {
+	if p.src == nil || p.len == 0 {
+		return io.NopCloser(strings.NewReader(p.plain))
+	}
+	var src io.Reader = bytes.NewReader(p.src.data)
+	if p.src.db != nil {
+		src = &pieceReader{ctx: ctx, s: p.src, off: p.src.start}
+	}
+	return &partReader{bp: p.src.bp, r: p.src.bp.reader(src), skip: p.off, left: p.len}
+}
+
+type partReader struct {
+	bp         *bodyPacker
+	r          io.ReadCloser // nil once closed
+	skip, left uint64
+}
+
+func (pr *partReader) Read(b []byte) (int, error) {
+	if pr.r == nil {
+		return 0, errors.New("read of a closed body part")
+	}
+	if pr.skip > 0 {
+		// The parts before this one are decompressed and dropped: deflate
+		// cannot seek.
+		n, err := io.CopyN(io.Discard, pr.r, int64(pr.skip))
+		pr.skip -= uint64(n)
+		if err != nil {
+			return 0, damaged(err)
+		}
+	}
+	if pr.left == 0 {
+		return 0, io.EOF
+	}
+	if uint64(len(b)) > pr.left {
+		b = b[:pr.left]
+	}
+	n, err := pr.r.Read(b)
+	pr.left -= uint64(n)
+	switch {
+	case err == io.EOF && pr.left > 0:
+		return n, damaged(io.ErrUnexpectedEOF)
+	case err == io.EOF:
+		return n, nil // the next Read answers io.EOF
+	case err != nil:
+		return n, damaged(err)
+	}
+	return n, nil
+}
+
+// damaged marks a read error of a packed body, unless it is the
+// database's (a piece that could not be read).
+func damaged(err error) error {
+	var pe *pieceError
+	if errors.As(err, &pe) {
+		return pe.err
+	}
+	return fmt.Errorf("%w: %w", errBadPack, err)
+}
+
+func (pr *partReader) Close() error {
+	if pr.r != nil {
+		pr.bp.release(pr.r)
+		pr.r = nil
+	}
+	return nil
+}
+
+// pieceReader reads bodies.packed from off to s.end, a piece at a time.
+// Pieces are separate queries, not one transaction: a slow client must
+// not hold a read connection, and a stored body never changes (a message
+// deleted meanwhile is an error).
+type pieceReader struct {
+	ctx   context.Context
+	s     *packedStream
+	off   int64
+	piece []byte
+}
+
+// pieceError carries a failure to read a piece through the decompressor.
+type pieceError struct{ err error }
+
+func (e *pieceError) Error() string { return e.err.Error() }
+
+const sqlBodyPiece = `SELECT substr(packed, ?, ?) FROM bodies WHERE message_id = ?`
+
+func (r *pieceReader) fill() error {
+	if r.off >= r.s.end {
+		return io.EOF
+	}
+	n := min(r.s.piece, r.s.end-r.off)
+	err := r.s.db.r.QueryRowContext(r.ctx, sqlBodyPiece, r.off+1, n, r.s.messageID).Scan(&r.piece)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err == nil && int64(len(r.piece)) != n {
+		err = errBadPack
+	}
+	if err != nil {
+		return &pieceError{fmt.Errorf("body %s at %d: %w", r.s.messageID, r.off, err)}
+	}
+	r.off += n
+	return nil
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.piece) == 0 {
+		if err := r.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.piece)
+	r.piece = r.piece[n:]
+	return n, nil
+}
+
+// ReadByte spares the decompressor a bufio.Reader of its own.
+func (r *pieceReader) ReadByte() (byte, error) {
+	if len(r.piece) == 0 {
+		if err := r.fill(); err != nil {
+			return 0, err
+		}
+	}
+	c := r.piece[0]
+	r.piece = r.piece[1:]
+	return c, nil
+}
+
+// maxPackHeader is the longest header of a packed body.
+const maxPackHeader = 2 + 3*binary.MaxVarintLen64
+
+// Rows of a body: the plain columns (before migration 0007), the length of
+// packed, and packed itself when it is at most blobChunk, else its header.
+const sqlOpenBody = `SELECT text, html, extracted_text, length(packed),
+	CASE WHEN length(packed) <= ? THEN packed ELSE substr(packed, 1, ?) END FROM bodies WHERE message_id = ?`
+
+// OpenBody returns a message's parsed body to be read part by part,
+// without unpacking it whole (see BodyParts).
+func (db *DB) OpenBody(ctx context.Context, messageID string) (BodyParts, error) {
+	var text, html, extracted sql.NullString
+	var size sql.NullInt64
+	var packed []byte
+	err := db.r.QueryRowContext(ctx, sqlOpenBody, blobChunk, maxPackHeader, messageID).Scan(&text, &html, &extracted, &size, &packed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return BodyParts{}, fmt.Errorf("body %s: %w", messageID, ErrNotFound)
+	}
+	if err != nil {
+		return BodyParts{}, fmt.Errorf("body: %w", err)
+	}
+	if !size.Valid { // stored before migration 0007
+		parts := BodyParts{ExtractedText: BodyPart{plain: extracted.String}}
+		if text.Valid {
+			parts.Text = &BodyPart{plain: text.String}
+		}
+		if html.Valid {
+			parts.HTML = &BodyPart{plain: html.String}
+		}
+		return parts, nil
+	}
+	h, err := parsePacked(packed)
+	if err != nil {
+		return BodyParts{}, fmt.Errorf("body %s: %w", messageID, err)
+	}
+	src := &packedStream{bp: &db.bodies, data: h.stream}
+	if size.Int64 > int64(len(packed)) {
+		src = &packedStream{bp: &db.bodies, db: db, messageID: messageID, start: int64(len(packed) - len(h.stream)), end: size.Int64,
+			piece: max(blobChunk, (size.Int64+bodyPieces-1)/bodyPieces)}
+	}
+	part := func(off, n uint64) BodyPart { return BodyPart{src: src, off: off, len: n} }
+	text0, html0 := part(0, h.lens[0]), part(h.lens[0], h.lens[1])
+	b := BodyParts{ExtractedText: part(h.lens[0]+h.lens[1], h.lens[2])}
+	if h.flags&packExtractedPrefix != 0 {
+		b.ExtractedText = part(0, h.lens[2])
+	}
+	if h.flags&packHasText != 0 {
+		b.Text = &text0
+	}
+	if h.flags&packHasHTML != 0 {
+		b.HTML = &html0
 	}
 	return b, nil
 }

@@ -2,26 +2,39 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/inboxd/inboxd/message"
 )
 
-func TestPackedBodyRoundTrip(t *testing.T) {
-	long := strings.Repeat("Quarterly numbers attached, see 東京 notes.\n", 2000)
-	for name, m := range map[string]message.Parsed{
+// bodyCases are the shapes of body a pack must keep, and more.
+func bodyCases(more map[string]message.Parsed) map[string]message.Parsed {
+	cases := map[string]message.Parsed{
 		"text and html":          {Text: "Hi\n\nOn Mon, Ann wrote:\n> x\n", HasText: true, HTML: "<p>Hi</p>", HasHTML: true, ExtractedText: "Hi"},
 		"extracted not a prefix": {Text: "> quoted\nanswer\n", HasText: true, ExtractedText: "answer"},
 		"html only":              {HTML: "<p>only html</p>", HasHTML: true, ExtractedText: "only html"},
 		"empty parts count":      {HasText: true, HasHTML: true},
 		"no body parts":          {},
-		"large":                  {Text: long, HasText: true, HTML: "<pre>" + long + "</pre>", HasHTML: true, ExtractedText: long[:len(long)-1]},
 		"extracted longer":       {Text: "a", HasText: true, ExtractedText: "a b"},
-	} {
+	}
+	maps.Copy(cases, more)
+	return cases
+}
+
+func TestPackedBodyRoundTrip(t *testing.T) {
+	long := strings.Repeat("Quarterly numbers attached, see 東京 notes.\n", 2000)
+	for name, m := range bodyCases(map[string]message.Parsed{
+		"large": {Text: long, HasText: true, HTML: "<pre>" + long + "</pre>", HasHTML: true, ExtractedText: long[:len(long)-1]},
+	}) {
 		t.Run(name, func(t *testing.T) {
 			bp := newBodyPacker()
 			packed := bp.pack(&m)
@@ -96,4 +109,135 @@ func overflowingLengths(packed []byte) []byte {
 	out = binary.AppendUvarint(out, 16)
 	out = binary.AppendUvarint(out, 0)
 	return append(out, rest...)
+}
+
+// readPart reads a part as a client of OpenBody does.
+func readPart(t *testing.T, p *BodyPart) (string, error) {
+	t.Helper()
+	r := p.Open(context.Background())
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	return string(b), err
+}
+
+// ingestParsed stores a message whose parsed body is m.
+func ingestParsed(t *testing.T, db *DB, inboxID, key string, m *message.Parsed) string {
+	t.Helper()
+	// Distinct bytes: the same bytes again would be an SMTP retry.
+	in := incoming(inboxID, fmt.Sprintf("Subject: x\r\nMessage-ID: <%s@example.com>\r\n\r\nx\r\n", key))
+	in.Parsed = m
+	d, err := db.Ingest(context.Background(), in)
+	if err != nil || len(d) != 1 || d[0].MessageID == "" {
+		t.Fatalf("ingest: %+v %v", d, err)
+	}
+	return d[0].MessageID
+}
+
+// randomText is n bytes of base64 of random bytes: it packs to three
+// quarters of its size, so a few MB of it is a body read in pieces.
+func randomText(n int, seed byte) string {
+	raw := make([]byte, n*3/4)
+	rand.NewChaCha8([32]byte{seed}).Read(raw)
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// OpenBody reads every part as GetBody unpacks it, small bodies (read
+// with the row) and large ones (read in pieces), each part as often and
+// in whatever order the caller opens them.
+func TestOpenBodyReadsPartsAsGetBody(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	large := randomText(3<<20, 1)
+	for name, m := range bodyCases(map[string]message.Parsed{
+		"large":              {Text: large, HasText: true, HTML: "<pre>" + large[1000:] + "</pre>", HasHTML: true, ExtractedText: large[:len(large)-5]},
+		"large not a prefix": {Text: large[:2<<20], HasText: true, HTML: "<p>x</p>", HasHTML: true, ExtractedText: "new " + large[2<<20:]},
+	}) {
+		t.Run(name, func(t *testing.T) {
+			id := ingestParsed(t, db, b.Inbox.ID, name, &m)
+			want, err := db.GetBody(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, err := db.OpenBody(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (parts.Text != nil) != m.HasText || (parts.HTML != nil) != m.HasHTML {
+				t.Fatalf("presence: text %v html %v, want %v %v", parts.Text != nil, parts.HTML != nil, m.HasText, m.HasHTML)
+			}
+			for range 2 {
+				check := func(what string, p *BodyPart, want string) {
+					t.Helper()
+					if got, err := readPart(t, p); err != nil || got != want {
+						t.Fatalf("%s: %d bytes %v, want %d bytes", what, len(got), err, len(want))
+					}
+				}
+				if parts.HTML != nil {
+					check("html", parts.HTML, *want.HTML)
+				}
+				check("extracted_text", &parts.ExtractedText, want.ExtractedText)
+				if parts.Text != nil {
+					check("text", parts.Text, *want.Text)
+				}
+			}
+		})
+	}
+}
+
+// A damaged packed body is an error from Read, never a short text, and so
+// is a body deleted while it is read; rows from before migration 0007 are
+// read from their plain columns.
+func TestOpenBodyFailures(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	for _, size := range []int{10 << 10, 3 << 20} { // read with the row, in pieces
+		text := randomText(size, 2)
+		id := ingestParsed(t, db, b.Inbox.ID, fmt.Sprint(size), &message.Parsed{Text: text, HasText: true, ExtractedText: text})
+		if _, err := db.w.Exec(`UPDATE bodies SET packed = substr(packed, 1, length(packed) - 100) WHERE message_id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+		parts, err := db.OpenBody(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := readPart(t, parts.Text); !errors.Is(err, errBadPack) {
+			t.Errorf("%d bytes, truncated: read %d bytes, err %v", size, len(got), err)
+		}
+	}
+
+	text := randomText(3<<20, 3)
+	id := ingestParsed(t, db, b.Inbox.ID, "deleted", &message.Parsed{Text: text, HasText: true, ExtractedText: text})
+	parts, err := db.OpenBody(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := parts.Text.Open(ctx)
+	defer r.Close()
+	if _, err := io.ReadFull(r, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.Exec(`DELETE FROM bodies WHERE message_id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, r); !errors.Is(err, ErrNotFound) {
+		t.Errorf("body deleted while read: read %d more bytes, err %v", n, err)
+	}
+	if _, err := db.OpenBody(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted body: %v", err)
+	}
+
+	id = ingestParsed(t, db, b.Inbox.ID, "plain", &message.Parsed{Text: "new", HasText: true, ExtractedText: "new"})
+	if _, err := db.w.Exec(`UPDATE bodies SET text = 'old text', html = '<p>old</p>', extracted_text = 'old', packed = NULL WHERE message_id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	parts, err = db.OpenBody(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err1 := readPart(t, parts.Text)
+	html, err2 := readPart(t, parts.HTML)
+	extracted, err3 := readPart(t, &parts.ExtractedText)
+	if text != "old text" || html != "<p>old</p>" || extracted != "old" || errors.Join(err1, err2, err3) != nil {
+		t.Errorf("plain row: %q %q %q %v", text, html, extracted, errors.Join(err1, err2, err3))
+	}
 }
