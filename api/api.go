@@ -56,8 +56,7 @@ type Server struct {
 
 	pollWaiting func()
 
-	keys  *readCache[store.Key] // by the SHA-256 of the token (authenticate)
-	pages *readCache[[]byte]    // thread-messages pages (threadMessages)
+	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 }
 
 // New returns the HTTP handler.
@@ -86,7 +85,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
-		pollWaiting: cfg.pollWaiting, keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		pollWaiting: cfg.pollWaiting, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	return s.routes(cfg), nil
 }
 
