@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) for SMTP STARTTLS")
 	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
-	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials (grants nothing beyond an unauthenticated session)")
+	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")

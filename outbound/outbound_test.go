@@ -561,3 +561,24 @@ func TestSubmissionDropsBcc(t *testing.T) {
 		}
 	}
 }
+
+// With --smtp-auth-accept-any a real API key with messages:send still
+// submits to the world.
+func TestAcceptAnyKeepsSubmission(t *testing.T) {
+	e := newEnv(t, ModeCapture, nil, "")
+	addr := e.submission(t, true)
+	if err := submit(addr, e.boot.AdminToken, []string{"someone@example.org"}, "From: inbox@localhost\r\nSubject: out\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(sent) != 1 || sent[0].Direction != "outbound" {
+		t.Fatalf("sent %+v", sent)
+	}
+	e.waitState(t, e.boot.Inbox.ID, sent[0].ID, store.StatusCaptured)
+	// Other credentials are accepted, with no grant.
+	err := submit(addr, "anything", []string{"someone@example.org"}, "From: inbox@localhost\r\nSubject: out\r\n\r\nx\r\n")
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) || se.Code != 550 {
+		t.Fatalf("no grant: %v", err)
+	}
+}
