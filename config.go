@@ -27,6 +27,9 @@ type Config struct {
 	Accept             string
 	Domains            listFlag
 
+	// SMTPMaxSessionsPerIP caps one client address's sessions (0: no cap).
+	SMTPMaxSessionsPerIP int
+
 	TLSCert           string
 	TLSKey            string
 	SMTPTLSSelfSigned bool
@@ -99,6 +102,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")
 	fs.IntVar(&c.MaxRecipients, "max-recipients", 100, "recipients per SMTP transaction")
 	fs.IntVar(&c.MaxSessions, "max-sessions", 100, "concurrent SMTP sessions; more are refused with 421")
+	fs.IntVar(&c.SMTPMaxSessionsPerIP, "smtp-max-sessions-per-ip", 32, "concurrent SMTP sessions from one client address; more are refused with 421 (0: no limit)")
 	fs.DurationVar(&c.SMTPCommandTimeout, "smtp-command-timeout", 5*time.Minute, "idle time allowed between SMTP commands")
 	fs.DurationVar(&c.SMTPSessionTimeout, "smtp-session-timeout", 30*time.Minute, "longest SMTP session")
 	fs.StringVar(&c.Accept, "accept", "known", "RCPT policy: known (existing inboxes), domain (create inboxes at --domain), any (create any inbox)")
@@ -167,6 +171,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")
+	}
+	if c.SMTPMaxSessionsPerIP < 0 {
+		return fmt.Errorf("--smtp-max-sessions-per-ip must be 0 (no limit) or more")
 	}
 	switch c.LogFormat {
 	case "text", "json":

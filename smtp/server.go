@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -51,8 +52,11 @@ type Config struct {
 	MaxMessageBytes int64
 	MaxRecipients   int
 	MaxSessions     int
-	CommandTimeout  time.Duration
-	SessionTimeout  time.Duration
+	// MaxSessionsPerIP caps the concurrent sessions of one client address
+	// (0: no cap).
+	MaxSessionsPerIP int
+	CommandTimeout   time.Duration
+	SessionTimeout   time.Duration
 	// IngestTimeout bounds how long DATA waits for the commit before
 	// answering 451.
 	IngestTimeout time.Duration
@@ -83,7 +87,9 @@ type Server struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	sessions int
+	conns    map[*limitConn]struct{} // the sessions, each holding a slot
+	perIP    map[netip.Addr]int
+	draining bool
 }
 
 // NewServer builds a server; start it with Serve.
@@ -97,7 +103,8 @@ func NewServer(cfg Config, st Store) *Server {
 	if cfg.IngestTimeout == 0 {
 		cfg.IngestTimeout = time.Minute
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now,
+		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
@@ -125,9 +132,13 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting and waits for sessions to end (SPEC §13: a
-// transaction in DATA finishes and gets its reply).
+// Shutdown stops accepting and waits for sessions to end (SPEC §13): a
+// transaction in DATA or BDAT finishes and gets its reply; any other
+// session, idle or between commands, is answered 421 4.3.2 at its next
+// read, and one waiting for a command is woken for it at once, so idle
+// sessions do not hold the shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.drain()
 	err := s.srv.Shutdown(ctx)
 	if errors.Is(err, gosmtp.ErrServerClosed) {
 		return nil
@@ -150,12 +161,15 @@ func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
 	if addr, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		remote = addr.IP.String()
 	}
-	return &session{s: s, conn: c, remoteIP: remote}, nil
+	lc := connOf(c)
+	lc.attach(c)
+	return &session{s: s, conn: c, lc: lc, remoteIP: remote}, nil
 }
 
 type session struct {
 	s        *Server
 	conn     *gosmtp.Conn
+	lc       *limitConn // nil when not served through limitListener
 	remoteIP string
 	authUser string
 	// token is the hash of the API key AUTH accepted. The session keeps
@@ -174,8 +188,11 @@ type session struct {
 
 var _ gosmtp.AuthSession = (*session)(nil)
 
+// Reset is called by go-smtp after every answered DATA/BDAT, at RSET and
+// at a new EHLO: the transaction, and any data phase, is over.
 func (ss *session) Reset() {
 	ss.from, ss.size, ss.rcpts, ss.targets, ss.external, ss.key = "", 0, nil, nil, false, nil
+	ss.lc.endData()
 }
 
 func (ss *session) Logout() error { return nil }
@@ -249,6 +266,9 @@ func (ss *session) checkGrant() error {
 
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	ss.Reset()
+	if ss.lc.refuseDrained() {
+		return errShuttingDown
+	}
 	if err := ss.checkGrant(); err != nil {
 		return ss.s.reply("mail", err)
 	}
@@ -343,6 +363,7 @@ func splitAddress(addr string) (local, domain string, ok bool) {
 }
 
 func (ss *session) Data(r io.Reader) error {
+	ss.lc.beginData()
 	hint := 0
 	if ss.size > 0 && ss.size <= ss.s.cfg.MaxMessageBytes {
 		hint = int(ss.size)
@@ -350,6 +371,12 @@ func (ss *session) Data(r io.Reader) error {
 	buf := ss.s.cfg.Spool.Buffer(hint)
 	if _, err := buf.ReadFrom(r); err != nil {
 		buf.Close()
+		if errors.Is(err, gosmtp.ErrDataReset) {
+			// RSET or a closed connection abandoned a BDAT transaction:
+			// no reply is owed.
+			ss.lc.endData()
+			return err
+		}
 		return ss.s.reply("data", err)
 	}
 	if err := ss.checkGrant(); err != nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
@@ -504,15 +503,8 @@ func TestSessionLimit(t *testing.T) {
 	e := start(t, Config{MaxSessions: 2}, nil)
 	dial(t, e.addr)
 	dial(t, e.addr)
-	conn, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	greeting, _ := io.ReadAll(conn)
-	if !strings.HasPrefix(string(greeting), "421 4.7.0") {
-		t.Fatalf("third session got %q", greeting)
+	if got := refusal(t, e.addr); !strings.HasPrefix(got, "421 4.7.0") {
+		t.Fatalf("third session got %q", got)
 	}
 }
 
