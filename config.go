@@ -28,6 +28,9 @@ type Config struct {
 	Domains            listFlag
 	StoreDuplicates    bool
 
+	// SMTPMaxSessionsPerIP caps one client address's sessions (0: no cap).
+	SMTPMaxSessionsPerIP int
+
 	TLSCert           string
 	TLSKey            string
 	SMTPTLSSelfSigned bool
@@ -100,6 +103,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")
 	fs.IntVar(&c.MaxRecipients, "max-recipients", 100, "recipients per SMTP transaction")
 	fs.IntVar(&c.MaxSessions, "max-sessions", 100, "concurrent SMTP sessions; more are refused with 421")
+	fs.IntVar(&c.SMTPMaxSessionsPerIP, "smtp-max-sessions-per-ip", 32, "concurrent SMTP sessions from one client address; more are refused with 421 (0: no limit)")
 	fs.DurationVar(&c.SMTPCommandTimeout, "smtp-command-timeout", 5*time.Minute, "idle time allowed between SMTP commands")
 	fs.DurationVar(&c.SMTPSessionTimeout, "smtp-session-timeout", 30*time.Minute, "longest SMTP session")
 	fs.StringVar(&c.Accept, "accept", "known", "RCPT policy: known (existing inboxes), domain (create inboxes at --domain), any (create any inbox)")
@@ -109,7 +113,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) for SMTP STARTTLS")
 	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
-	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials (grants nothing beyond an unauthenticated session)")
+	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
@@ -169,6 +173,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")
+	}
+	if c.SMTPMaxSessionsPerIP < 0 {
+		return fmt.Errorf("--smtp-max-sessions-per-ip must be 0 (no limit) or more")
 	}
 	switch c.LogFormat {
 	case "text", "json":

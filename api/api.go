@@ -59,8 +59,7 @@ type Server struct {
 
 	pollWaiting func()
 
-	keys  *readCache[store.Key] // by the SHA-256 of the token (authenticate)
-	pages *readCache[[]byte]    // thread-messages pages (threadMessages)
+	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 
 	eventScan int // events examined at most by one read of the log
 }
@@ -94,7 +93,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
-		pollWaiting: cfg.pollWaiting, keys: newReadCache[store.Key](1<<20, time.Minute, cfg.Now), pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		pollWaiting: cfg.pollWaiting, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	s.eventScan = cfg.eventScan
 	return s.routes(cfg), nil
 }

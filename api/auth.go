@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net/http"
 	"slices"
@@ -19,7 +18,7 @@ type ctxKey struct{}
 type authed struct {
 	key store.Key
 	// version is the database's DataVersion when the request came in:
-	// values read at it may be served from s.keys and s.pages.
+	// values read at it may be served from s.pages.
 	version int64
 }
 
@@ -29,9 +28,9 @@ func keyFrom(r *http.Request) store.Key { return r.Context().Value(ctxKey{}).(au
 // versionFrom returns the database version a request was authenticated at.
 func versionFrom(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(authed).version }
 
-// authenticate resolves the bearer token to a key (401 otherwise). Keys
-// are cached by the hash of their token until the database changes, so a
-// revocation (through the API or the CLI) applies to the next request.
+// authenticate resolves the bearer token to a key (401 otherwise), through
+// the store's key cache that SMTP shares: a revocation (through the API or
+// the CLI) applies to the next request.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -39,25 +38,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, errUnauthenticated)
 			return
 		}
-		version, err := s.db.DataVersion(r.Context())
+		k, version, err := s.db.Authenticate(r.Context(), store.HashToken(token))
+		if errors.Is(err, store.ErrNotFound) {
+			s.writeError(w, r, errUnauthenticated)
+			return
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
-		}
-		sum := sha256.Sum256([]byte(token))
-		hash := string(sum[:])
-		k, ok := s.keys.get(hash, version)
-		if !ok {
-			k, err = s.db.KeyByToken(r.Context(), token)
-			if errors.Is(err, store.ErrNotFound) {
-				s.writeError(w, r, errUnauthenticated)
-				return
-			}
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			s.keys.put(hash, version, k, 256)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, authed{key: k, version: version})))
 	})

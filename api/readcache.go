@@ -12,7 +12,7 @@ import (
 // commit, by this process or another (the CLI), moves the version and
 // retires every entry at once; nothing is invalidated by hand. It pays off
 // whenever reads outnumber writes between two commits: agents and consoles
-// re-reading the same threads and keys while no mail arrives.
+// re-reading the same threads while no mail arrives.
 //
 // Entries also expire after maxAge, so that what they hold that is not
 // data (a page's signed next_cursor) stays fresh. The cache is bounded by

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -491,4 +492,115 @@ func TestValidation(t *testing.T) {
 
 func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// submission starts the inbound SMTP server on e's database with e's send
+// path behind AUTH, and returns its address.
+func (e *env) submission(t *testing.T, acceptAny bool) string {
+	t.Helper()
+	srv := smtp.NewServer(smtp.Config{Hostname: "mx.test", MaxMessageBytes: 1 << 20, Accept: smtp.AcceptKnown,
+		AuthInsecure: true, AuthAcceptAny: acceptAny, Submitter: e.svc,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, e.db)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(l) }()
+	t.Cleanup(func() { srv.Shutdown(context.Background()); <-served })
+	return l.Addr().String()
+}
+
+func submit(addr, token string, rcpts []string, body string) error {
+	c, err := gosmtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Auth(sasl.NewPlainClient("", "app", token)); err != nil {
+		return err
+	}
+	return c.SendMail("inbox@localhost", rcpts, strings.NewReader(body))
+}
+
+// headerNames returns the lower-cased field names of raw's header section.
+func headerNames(raw []byte) []string {
+	head, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
+	var names []string
+	for _, line := range bytes.Split(head, []byte("\r\n")) {
+		if name, _, ok := bytes.Cut(line, []byte(":")); ok && len(line) > 0 && line[0] != ' ' && line[0] != '\t' {
+			names = append(names, strings.ToLower(strings.TrimSpace(string(name))))
+		}
+	}
+	return names
+}
+
+// A submitted message loses its Bcc: header (every one, folded lines
+// too) before it is queued, so no copy shows it; the Bcc recipients still
+// get the message, as RCPT TO recipients. (The external recipient makes
+// it a submission: a transaction to local inboxes only is received mail.)
+func TestSubmissionDropsBcc(t *testing.T) {
+	e := newEnv(t, ModeCapture, nil, "")
+	ctx := context.Background()
+	to, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "to@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "hidden@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := e.submission(t, false)
+	body := "From: inbox@localhost\r\nBcc: hidden@localhost,\r\n\tsecret@example.com\r\nTo: to@localhost, someone@example.org\r\n" +
+		"BCC:another@example.com\r\nSubject: bcc\r\nbcc : obsolete@example.com\r\nX-Note: Bcc: stays in a value\r\n\r\nBcc: body text stays\r\n"
+	if err := submit(addr, e.boot.AdminToken, []string{"to@localhost", "hidden@localhost", "someone@example.org"}, body); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID)
+	if len(sent) != 1 {
+		t.Fatalf("%d outbound messages", len(sent))
+	}
+	e.waitState(t, e.boot.Inbox.ID, sent[0].ID, store.StatusDelivered)
+	copies := map[string]string{"outbound": sent[0].ID}
+	for name, ib := range map[string]store.Inbox{"to": to, "hidden": hidden} {
+		msgs, _ := e.db.InboxMessages(ctx, ib.ID)
+		if len(msgs) != 1 {
+			t.Fatalf("%s got %d messages", name, len(msgs))
+		}
+		copies[name] = msgs[0].ID
+	}
+	for name, id := range copies {
+		raw, err := e.db.Raw(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := headerNames(raw)
+		if slices.Contains(names, "bcc") || !slices.Contains(names, "x-note") || !slices.Contains(names, "subject") {
+			t.Errorf("%s copy has headers %v", name, names)
+		}
+		if !bytes.HasSuffix(raw, []byte("\r\n\r\nBcc: body text stays\r\n")) || !bytes.Contains(raw, []byte("X-Note: Bcc: stays in a value\r\n")) {
+			t.Errorf("%s copy changed beyond the Bcc fields:\n%s", name, raw)
+		}
+	}
+}
+
+// With --smtp-auth-accept-any a real API key with messages:send still
+// submits to the world.
+func TestAcceptAnyKeepsSubmission(t *testing.T) {
+	e := newEnv(t, ModeCapture, nil, "")
+	addr := e.submission(t, true)
+	if err := submit(addr, e.boot.AdminToken, []string{"someone@example.org"}, "From: inbox@localhost\r\nSubject: out\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(sent) != 1 || sent[0].Direction != "outbound" {
+		t.Fatalf("sent %+v", sent)
+	}
+	e.waitState(t, e.boot.Inbox.ID, sent[0].ID, store.StatusCaptured)
+	// Other credentials are accepted, with no grant.
+	err := submit(addr, "anything", []string{"someone@example.org"}, "From: inbox@localhost\r\nSubject: out\r\n\r\nx\r\n")
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) || se.Code != 550 {
+		t.Fatalf("no grant: %v", err)
+	}
 }

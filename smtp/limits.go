@@ -1,21 +1,53 @@
 package smtp
 
 import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
 )
 
-// limitListener enforces the concurrent-session limit and the session
-// duration limit below go-smtp, which has neither.
+// limitListener enforces the session limits (concurrent, per client
+// address, duration) below go-smtp, which has none of them, and refuses
+// connections once Shutdown has begun.
 type limitListener struct {
 	net.Listener
 	s *Server
 }
 
-// tooBusy is the reply to a connection over the session limit
-// (RFC 5321 §3.1: 421 may be the greeting when service is not available).
-const tooBusy = "421 4.7.0 Too many concurrent sessions, try again later\r\n"
+// Refusals of a connection, sent as the greeting (RFC 5321 §3.1: 421 may
+// be the greeting when service is not available).
+const (
+	tooBusy      = "421 4.7.0 Too many concurrent sessions, try again later\r\n"
+	tooBusyForIP = "421 4.7.0 Too many concurrent sessions from your address, try again later\r\n"
+)
+
+// errShuttingDown answers a command once Shutdown has begun (SPEC §13).
+var errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down"}
+
+// errSessionDrained ends a session from below go-smtp: its command loop
+// ends a session silently on a read error that is net.ErrClosed, so the
+// 421 written just before stays the last reply.
+var errSessionDrained = fmt.Errorf("smtp: session drained for shutdown: %w", net.ErrClosed)
+
+// errDataTimeout is a stalled data phase. go-smtp answers a BDAT chunk's
+// read error with a permanent 554 carrying the error text (addresses
+// included) unless the error is a bare *SMTPError; so limitConn returns
+// this in place of the timeout while the session is in data.
+var errDataTimeout = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2}, Message: "Timeout waiting for data"}
+
+// replyTimeout bounds the write of a reply sent from below go-smtp.
+const replyTimeout = 5 * time.Second
+
+func replyLine(e *gosmtp.SMTPError) string {
+	return fmt.Sprintf("%d %d.%d.%d %s\r\n", e.Code, e.EnhancedCode[0], e.EnhancedCode[1], e.EnhancedCode[2], e.Message)
+}
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
@@ -23,48 +55,219 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !l.s.acquire() {
-			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			c.Write([]byte(tooBusy))
+		lc, refusal := l.s.admit(c)
+		if refusal != "" {
+			c.SetWriteDeadline(time.Now().Add(replyTimeout))
+			io.WriteString(c, refusal)
 			c.Close()
 			continue
-		}
-		lc := &limitConn{Conn: c, release: l.s.release}
-		if d := l.s.cfg.SessionTimeout; d > 0 {
-			lc.end = time.Now().Add(d) // a network deadline: wall clock, not the injectable one
-			c.SetDeadline(lc.end)
 		}
 		return lc, nil
 	}
 }
 
-func (s *Server) acquire() bool {
+// admit takes a session slot for c, or says why not.
+func (s *Server) admit(c net.Conn) (*limitConn, string) {
+	var ip netip.Addr
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.AddrPort().Addr().Unmap()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cfg.MaxSessions > 0 && s.sessions >= s.cfg.MaxSessions {
-		return false
+	switch {
+	case s.draining:
+		return nil, replyLine(errShuttingDown)
+	case s.cfg.MaxSessions > 0 && len(s.conns) >= s.cfg.MaxSessions:
+		return nil, tooBusy
+	case s.cfg.MaxSessionsPerIP > 0 && ip.IsValid() && s.perIP[ip] >= s.cfg.MaxSessionsPerIP:
+		return nil, tooBusyForIP
 	}
-	s.sessions++
-	return true
+	lc := &limitConn{Conn: c, s: s, ip: ip}
+	if d := s.cfg.SessionTimeout; d > 0 {
+		lc.end = time.Now().Add(d) // a network deadline: wall clock, not the injectable one
+		c.SetDeadline(lc.end)
+	}
+	s.conns[lc] = struct{}{}
+	if ip.IsValid() {
+		s.perIP[ip]++
+	}
+	return lc, ""
 }
 
-func (s *Server) release() {
+func (s *Server) release(c *limitConn) {
 	s.mu.Lock()
-	s.sessions--
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if c.ip.IsValid() {
+		if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+			delete(s.perIP, c.ip)
+		}
+	}
 }
 
-// limitConn releases its session slot once, on Close, and keeps every
-// deadline go-smtp sets within the session's end.
+// drain marks every session for shutdown and wakes those waiting for a
+// command; from then on no connection is admitted.
+func (s *Server) drain() {
+	s.mu.Lock()
+	s.draining = true
+	conns := make([]*limitConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.startDrain()
+	}
+}
+
+// limitConn is the network connection under go-smtp (and under tls.Conn
+// after STARTTLS). It releases its session slot once, on Close; keeps
+// every deadline go-smtp sets within the session's end; and, knowing
+// whether the session is in a data phase, turns a timeout there into
+// errDataTimeout and carries out the drain of Shutdown.
+//
+// Every Read comes from the session's one go-smtp goroutine (DATA is read
+// in Session.Data, which go-smtp calls on that goroutine; BDAT chunks are
+// copied from it into the pipe that Data reads).
 type limitConn struct {
 	net.Conn
-	end     time.Time
-	release func()
-	once    sync.Once
+	s    *Server
+	ip   netip.Addr
+	end  time.Time
+	once sync.Once
+
+	mu sync.Mutex
+	// top is the session's go-smtp connection; top.Conn() is the
+	// connection go-smtp writes to (a *tls.Conn after STARTTLS).
+	top          *gosmtp.Conn
+	readDeadline time.Time // the last one go-smtp asked for, clamped
+	// inData is set from the start of Session.Data until go-smtp resets
+	// the transaction after answering it (Session.Reset), so that the
+	// data, and what go-smtp discards of it, is read to the end.
+	inData   bool
+	draining bool // Shutdown has begun
+	drained  bool // the 421 is sent; the next read ends the session
+}
+
+// connOf finds the limitConn under a go-smtp connection (nil when the
+// server was not given one).
+func connOf(c *gosmtp.Conn) *limitConn {
+	nc := c.Conn()
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	lc, _ := nc.(*limitConn)
+	return lc
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	drain := c.draining && !c.inData
+	c.mu.Unlock()
+	if drain {
+		return 0, c.sayDrained()
+	}
+	n, err := c.Conn.Read(p)
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		return n, err
+	}
+	c.mu.Lock()
+	draining, inData := c.draining, c.inData
+	c.mu.Unlock()
+	switch {
+	case inData:
+		return n, errDataTimeout
+	case draining: // woken by startDrain
+		return n, c.sayDrained()
+	}
+	return n, err
+}
+
+// sayDrained answers 421 4.3.2 in place of the next command, once, through
+// the connection go-smtp writes to, so that after STARTTLS it is
+// encrypted. go-smtp writes nothing while it waits for a command, so the
+// write cannot interleave with one of its own. (A session that has not
+// said EHLO has no go-smtp connection yet and gets the reply in plain
+// text: correct unless it did STARTTLS first, which RFC 3207 §4 forbids.)
+func (c *limitConn) sayDrained() error {
+	c.mu.Lock()
+	first := !c.drained
+	c.drained = true
+	var w net.Conn = c
+	if c.top != nil {
+		w = c.top.Conn()
+	}
+	c.mu.Unlock()
+	if first {
+		w.SetWriteDeadline(time.Now().Add(replyTimeout))
+		io.WriteString(w, replyLine(errShuttingDown))
+	}
+	return errSessionDrained
+}
+
+// startDrain marks the session for shutdown and, unless it is in data,
+// wakes a Read waiting for the next command with a deadline in the past.
+func (c *limitConn) startDrain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.draining = true
+	if !c.inData {
+		c.Conn.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// attach records the session's go-smtp connection (NewSession).
+func (c *limitConn) attach(top *gosmtp.Conn) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.top = top
+	c.mu.Unlock()
+}
+
+// beginData marks the start of Session.Data.
+func (c *limitConn) beginData() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inData = true
+	if c.draining {
+		// startDrain may have woken the read of the DATA command line
+		// just as it arrived: the data must still be read.
+		c.Conn.SetReadDeadline(c.readDeadline)
+	}
+}
+
+// endData marks the transaction over (answered or abandoned).
+func (c *limitConn) endData() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.inData = false
+	c.mu.Unlock()
+}
+
+// refuseDrained reports whether Shutdown has begun; if so the caller
+// answers 421 4.3.2 itself and the session ends at its next read.
+func (c *limitConn) refuseDrained() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		c.drained = true
+	}
+	return c.draining
 }
 
 func (c *limitConn) Close() error {
-	c.once.Do(c.release)
+	c.once.Do(func() { c.s.release(c) })
 	return c.Conn.Close()
 }
 
@@ -75,6 +278,18 @@ func (c *limitConn) clamp(t time.Time) time.Time {
 	return t
 }
 
-func (c *limitConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.clamp(t)) }
-func (c *limitConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.clamp(t)) }
+func (c *limitConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readDeadline = c.clamp(t)
+	return c.Conn.SetDeadline(c.clamp(t))
+}
+
+func (c *limitConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readDeadline = c.clamp(t)
+	return c.Conn.SetReadDeadline(c.readDeadline)
+}
+
 func (c *limitConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ const (
 // Store is what the server needs from the database.
 type Store interface {
 	LookupRecipient(ctx context.Context, address string) (store.Inbox, string, error)
-	KeyByToken(ctx context.Context, token string) (store.Key, error)
+	HasInboxAtDomain(ctx context.Context, domain string) (bool, error)
+	Authenticate(ctx context.Context, h store.TokenHash) (store.Key, int64, error)
 	Ingest(ctx context.Context, in *store.Incoming) ([]store.Delivered, error)
 }
 
@@ -50,14 +52,19 @@ type Config struct {
 	MaxMessageBytes int64
 	MaxRecipients   int
 	MaxSessions     int
-	CommandTimeout  time.Duration
-	SessionTimeout  time.Duration
+	// MaxSessionsPerIP caps the concurrent sessions of one client address
+	// (0: no cap).
+	MaxSessionsPerIP int
+	CommandTimeout   time.Duration
+	SessionTimeout   time.Duration
 	// IngestTimeout bounds how long DATA waits for the commit before
 	// answering 451.
 	IngestTimeout time.Duration
 	TLS           *tls.Config // enables STARTTLS
 	AuthInsecure  bool        // offer AUTH without TLS
-	AuthAcceptAny bool        // accept any credentials, granting nothing
+	// AuthAcceptAny accepts any credentials: an API key still
+	// authenticates with its grant, anything else gets none.
+	AuthAcceptAny bool
 	Accept        string
 	Domains       []string
 	Now           func() time.Time
@@ -80,7 +87,9 @@ type Server struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	sessions int
+	conns    map[*limitConn]struct{} // the sessions, each holding a slot
+	perIP    map[netip.Addr]int
+	draining bool
 }
 
 // NewServer builds a server; start it with Serve.
@@ -94,7 +103,8 @@ func NewServer(cfg Config, st Store) *Server {
 	if cfg.IngestTimeout == 0 {
 		cfg.IngestTimeout = time.Minute
 	}
-	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now,
+		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
@@ -122,9 +132,13 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting and waits for sessions to end (SPEC §13: a
-// transaction in DATA finishes and gets its reply).
+// Shutdown stops accepting and waits for sessions to end (SPEC §13): a
+// transaction in DATA or BDAT finishes and gets its reply; any other
+// session, idle or between commands, is answered 421 4.3.2 at its next
+// read, and one waiting for a command is woken for it at once, so idle
+// sessions do not hold the shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.drain()
 	err := s.srv.Shutdown(ctx)
 	if errors.Is(err, gosmtp.ErrServerClosed) {
 		return nil
@@ -147,15 +161,23 @@ func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
 	if addr, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		remote = addr.IP.String()
 	}
-	return &session{s: s, conn: c, remoteIP: remote}, nil
+	lc := connOf(c)
+	lc.attach(c)
+	return &session{s: s, conn: c, lc: lc, remoteIP: remote}, nil
 }
 
 type session struct {
 	s        *Server
 	conn     *gosmtp.Conn
+	lc       *limitConn // nil when not served through limitListener
 	remoteIP string
 	authUser string
-	key      *store.Key // set by AUTH with an API key that has messages:send
+	// token is the hash of the API key AUTH accepted. The session keeps
+	// it, not the key: the grant is read again at every MAIL and DATA
+	// (SPEC §2), so a revoked key stops at its next transaction.
+	token *store.TokenHash
+
+	key *store.Key // the token's key, read at this transaction's MAIL and DATA, when it has messages:send
 
 	external bool // some recipient is outside the gateway (submission)
 	from     string
@@ -166,8 +188,11 @@ type session struct {
 
 var _ gosmtp.AuthSession = (*session)(nil)
 
+// Reset is called by go-smtp after every answered DATA/BDAT, at RSET and
+// at a new EHLO: the transaction, and any data phase, is over.
 func (ss *session) Reset() {
-	ss.from, ss.size, ss.rcpts, ss.targets, ss.external = "", 0, nil, nil, false
+	ss.from, ss.size, ss.rcpts, ss.targets, ss.external, ss.key = "", 0, nil, nil, false, nil
+	ss.lc.endData()
 }
 
 func (ss *session) Logout() error { return nil }
@@ -185,29 +210,68 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 	return nil, gosmtp.ErrAuthUnknownMechanism
 }
 
-// authenticate checks the password as an API key with messages:send. It
-// identifies the client (recorded in the envelope); it never widens where
-// an unauthenticated session may deliver.
+// authenticate checks the password as an API key with messages:send
+// (with AuthAcceptAny: any key, or anything else as nobody in particular,
+// with no grant). It identifies the client (recorded in the envelope); only
+// the key's messages:send widens where the session may deliver.
 func (ss *session) authenticate(username, password string) error {
-	if ss.s.cfg.AuthAcceptAny {
+	h := store.HashToken(password)
+	k, err := ss.s.key(h)
+	switch {
+	case err == nil && (k.Has("messages:send") || ss.s.cfg.AuthAcceptAny):
+		ss.authUser, ss.token = k.ID, &h
+		return nil
+	case ss.s.cfg.AuthAcceptAny && errors.Is(err, store.ErrNotFound):
 		ss.authUser = username
 		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
-	defer cancel()
-	k, err := ss.s.store.KeyByToken(ctx, password)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !k.Has("messages:send")) {
+	case err == nil || errors.Is(err, store.ErrNotFound):
 		return gosmtp.ErrAuthFailed
 	}
-	if err != nil {
-		return ss.s.reply("auth", err)
+	return ss.s.reply("auth", err)
+}
+
+// key authenticates a token hash through the store's key cache, the one
+// the API uses.
+func (s *Server) key(h store.TokenHash) (store.Key, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.IngestTimeout)
+	defer cancel()
+	k, _, err := s.store.Authenticate(ctx, h)
+	return k, err
+}
+
+// errKeyRevoked answers a transaction of a session whose key is no longer
+// valid (RFC 4954 §6); the session cannot AUTH again (go-smtp allows one
+// AUTH per session), so 530 "authentication required" would mislead.
+var errKeyRevoked = &gosmtp.SMTPError{Code: 535, EnhancedCode: gosmtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
+
+// checkGrant reads the session's key again and holds it for the
+// transaction when it may send.
+func (ss *session) checkGrant() error {
+	ss.key = nil
+	if ss.token == nil {
+		return nil
 	}
-	ss.authUser, ss.key = k.ID, &k
+	k, err := ss.s.key(*ss.token)
+	if errors.Is(err, store.ErrNotFound) {
+		return errKeyRevoked
+	}
+	if err != nil {
+		return err
+	}
+	if k.Has("messages:send") {
+		ss.key = &k
+	}
 	return nil
 }
 
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	ss.Reset()
+	if ss.lc.refuseDrained() {
+		return errShuttingDown
+	}
+	if err := ss.checkGrant(); err != nil {
+		return ss.s.reply("mail", err)
+	}
 	ss.from = from
 	if opts != nil {
 		// go-smtp refuses a SIZE= above the limit itself (552 5.3.4).
@@ -216,23 +280,29 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	return nil
 }
 
-var errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
+var (
+	errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
+	errRelayDenied      = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
+)
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
-	addr := strings.ToLower(strings.TrimSpace(to))
-	local, domain, ok := splitAddress(addr)
+	sent := strings.TrimSpace(to)
+	_, domain, ok := splitAddress(strings.ToLower(sent))
 	if !ok {
 		return errUnknownRecipient
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
-	t, err := ss.s.resolve(ctx, addr, local, domain)
+	t, err := ss.s.resolve(ctx, sent)
 	if ss.key != nil && ss.s.cfg.Submitter != nil && (errors.Is(err, errUnknownRecipient) || err == nil && t.InboxID == "") {
 		// An authenticated submitter may address the world; the send path
 		// decides each recipient's route.
 		ss.external = true
 		ss.rcpts = append(ss.rcpts, to)
 		return nil
+	}
+	if errors.Is(err, errUnknownRecipient) {
+		err = ss.s.refusal(ctx, domain)
 	}
 	if err != nil {
 		return ss.s.reply("rcpt", err)
@@ -243,18 +313,20 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 }
 
 // resolve maps a recipient to an inbox: the exact address, else user@domain
-// for user+tag@domain, else (policy permitting) an inbox to create.
-func (s *Server) resolve(ctx context.Context, addr, local, domain string) (store.Target, error) {
-	ib, tag, err := s.store.LookupRecipient(ctx, addr)
+// for user+tag@domain, else (policy permitting) an inbox to create. The
+// address is matched case-insensitively; the tag is kept as sent.
+func (s *Server) resolve(ctx context.Context, sent string) (store.Target, error) {
+	ib, tag, err := s.store.LookupRecipient(ctx, sent)
 	if err == nil {
 		return store.Target{InboxID: ib.ID, Address: ib.Address, Tag: tag}, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return store.Target{}, err
 	}
-	base := addr
-	if user, t, ok := strings.Cut(local, "+"); ok && user != "" {
-		base, tag = user+"@"+domain, t
+	base := strings.ToLower(sent)
+	local, domain, _ := splitAddress(base)
+	if user, _, ok := strings.Cut(local, "+"); ok && user != "" {
+		base, tag = user+"@"+domain, store.AddressTag(sent)
 	}
 	switch {
 	case s.cfg.Accept == AcceptAny,
@@ -262,6 +334,24 @@ func (s *Server) resolve(ctx context.Context, addr, local, domain string) (store
 		return store.Target{Address: base, Tag: tag}, nil
 	}
 	return store.Target{}, errUnknownRecipient
+}
+
+// refusal is the answer to an address that is no inbox here: 550 5.1.1 at
+// a domain the gateway serves (a --domain, or an existing inbox's), else
+// 550 5.7.1, since only a sending grant reaches beyond the gateway (SPEC
+// §2). Under --accept any every address is an inbox, so this never runs.
+func (s *Server) refusal(ctx context.Context, domain string) error {
+	if slices.Contains(s.cfg.Domains, domain) {
+		return errUnknownRecipient
+	}
+	served, err := s.store.HasInboxAtDomain(ctx, domain)
+	switch {
+	case err != nil:
+		return err
+	case served:
+		return errUnknownRecipient
+	}
+	return errRelayDenied
 }
 
 func splitAddress(addr string) (local, domain string, ok bool) {
@@ -273,12 +363,23 @@ func splitAddress(addr string) (local, domain string, ok bool) {
 }
 
 func (ss *session) Data(r io.Reader) error {
+	ss.lc.beginData()
 	hint := 0
 	if ss.size > 0 && ss.size <= ss.s.cfg.MaxMessageBytes {
 		hint = int(ss.size)
 	}
 	buf := ss.s.cfg.Spool.Buffer(hint)
 	if _, err := buf.ReadFrom(r); err != nil {
+		buf.Close()
+		if errors.Is(err, gosmtp.ErrDataReset) {
+			// RSET or a closed connection abandoned a BDAT transaction:
+			// no reply is owed.
+			ss.lc.endData()
+			return err
+		}
+		return ss.s.reply("data", err)
+	}
+	if err := ss.checkGrant(); err != nil {
 		buf.Close()
 		return ss.s.reply("data", err)
 	}
@@ -295,6 +396,9 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 	raw, inMemory := buf.Bytes()
 	if ss.external {
 		defer buf.Close()
+		if ss.key == nil { // the key lost messages:send since RCPT
+			return errRelayDenied
+		}
 		if !inMemory {
 			var err error
 			if raw, err = io.ReadAll(buf.Reader()); err != nil {
@@ -417,6 +521,9 @@ func (s *Server) reply(stage string, err error) error {
 	}
 	if errors.Is(err, gosmtp.ErrTooLongLine) {
 		return errLineTooLong
+	}
+	if errors.Is(err, store.ErrNotFound) { // the transaction's inboxes were deleted since RCPT
+		return errUnknownRecipient
 	}
 	s.log.Error("smtp: local failure", "stage", stage, "err", err)
 	return errLocal

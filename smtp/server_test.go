@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
@@ -215,7 +214,7 @@ func TestPlusTagsAndMultipleRecipients(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, e.addr)
-	err = send(c, "a@example.com", []string{"inbox+orders@localhost", "inbox@localhost", "sales@example.com"},
+	err = send(c, "a@example.com", []string{"inbox+Build42@localhost", "inbox@localhost", "sales@example.com"},
 		"Message-ID: <multi@x>\r\nSubject: both\r\n\r\nhello\r\n")
 	if err != nil {
 		t.Fatal(err)
@@ -225,8 +224,76 @@ func TestPlusTagsAndMultipleRecipients(t *testing.T) {
 	if len(mine) != 1 || len(theirs) != 1 {
 		t.Fatalf("copies: %d in inbox, %d in sales", len(mine), len(theirs))
 	}
-	if mine[0].AddressTag == nil || *mine[0].AddressTag != "orders" {
-		t.Errorf("address_tag = %v", mine[0].AddressTag)
+	// The tag is kept as sent; the inbox match ignores case.
+	if tag := mine[0].AddressTag; tag == nil || *tag != "Build42" {
+		t.Errorf("address_tag = %s", deref(tag))
+	}
+}
+
+// Under --accept domain an inbox created by a tagged address keeps the
+// tag's case too.
+func TestCreatedInboxKeepsTagCase(t *testing.T) {
+	e := start(t, Config{Accept: AcceptDomain, Domains: []string{"agents.test"}}, nil)
+	if err := send(dial(t, e.addr), "a@example.com", []string{"New+Run7@Agents.Test"}, "Subject: hi\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	ib, err := e.db.InboxByAddress(context.Background(), "new@agents.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), ib.ID)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	if tag := deref(msgs[0].AddressTag); tag != "Run7" {
+		t.Errorf("address_tag = %s", tag)
+	}
+}
+
+// An inbox deleted between RCPT and DATA is an unknown mailbox (550
+// 5.1.1), not our failure; the other recipients of the transaction still
+// get their copy.
+func TestInboxDeletedBeforeData(t *testing.T) {
+	e := start(t, Config{}, nil)
+	ctx := context.Background()
+	sales, err := e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "sales@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, e.addr)
+	// deletedBeforeData sends to rcpts, deleting sales between RCPT and DATA.
+	deletedBeforeData := func(subject string, rcpts ...string) error {
+		t.Helper()
+		if err := c.Mail("a@example.com", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rcpts {
+			if err := c.Rcpt(r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.db.DeleteInbox(ctx, e.boot.ProjectID, sales.ID); err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, "Subject: "+subject+"\r\n\r\nx\r\n")
+		return w.Close()
+	}
+	if code, ec, _ := smtpCode(t, deletedBeforeData("gone", "sales@example.com")); code != 550 || ec != (gosmtp.EnhancedCode{5, 1, 1}) {
+		t.Errorf("only recipient deleted: %d %v", code, ec)
+	}
+	if sales, err = e.db.CreateInbox(ctx, e.boot.ProjectID, store.NewInbox{Address: "sales@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := deletedBeforeData("half", "sales@example.com", "inbox@localhost"); err != nil {
+		t.Fatalf("one of two recipients deleted: %v", err)
+	}
+	msgs, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID)
+	if len(msgs) != 1 || msgs[0].Subject != "half" {
+		t.Fatalf("the remaining recipient got %+v", msgs)
 	}
 }
 
@@ -297,6 +364,129 @@ func TestLoginMechanism(t *testing.T) {
 	}
 }
 
+// RCPT outcomes (SPEC §2): an address at a domain the gateway serves
+// (an existing inbox's, a --domain) that is not an inbox is 550 5.1.1;
+// any other address needs a sending grant: 550 5.7.1 without one.
+func TestRecipientReplies(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		creds string // AUTH PLAIN password; "" = none
+		rcpt  string
+		code  int
+		ec    gosmtp.EnhancedCode
+	}{
+		{"external", Config{}, "", "victim@gmail.com", 550, gosmtp.EnhancedCode{5, 7, 1}},
+		{"unknown at an inbox's domain", Config{}, "", "nobody@localhost", 550, gosmtp.EnhancedCode{5, 1, 1}},
+		{"inbox domain case", Config{}, "", "nobody@LocalHost", 550, gosmtp.EnhancedCode{5, 1, 1}},
+		{"unknown at --domain", Config{Domains: []string{"agents.test"}}, "", "nobody@agents.test", 550, gosmtp.EnhancedCode{5, 1, 1}},
+		{"accept-any credentials, external", Config{AuthAcceptAny: true}, "anything", "victim@gmail.com", 550, gosmtp.EnhancedCode{5, 7, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.AuthInsecure = true
+			e := start(t, tt.cfg, nil)
+			c := dial(t, e.addr)
+			if tt.creds != "" {
+				if err := c.Auth(sasl.NewPlainClient("", "app", tt.creds)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Mail("a@example.com", nil); err != nil {
+				t.Fatal(err)
+			}
+			code, ec, _ := smtpCode(t, c.Rcpt(tt.rcpt, nil))
+			if code != tt.code || ec != tt.ec {
+				t.Errorf("RCPT %s: %d %v, want %d %v", tt.rcpt, code, ec, tt.code, tt.ec)
+			}
+		})
+	}
+}
+
+// With --smtp-auth-accept-any a real API key still authenticates as
+// itself (the envelope names the key), and anything else is accepted as
+// nobody in particular.
+func TestAuthAcceptAnyKeepsRealKeys(t *testing.T) {
+	e := start(t, Config{AuthInsecure: true, AuthAcceptAny: true}, nil)
+	for _, tc := range []struct{ pass, want string }{{e.boot.AdminToken, e.boot.AdminKey.ID}, {"anything", "app"}} {
+		c := dial(t, e.addr)
+		if err := c.Auth(sasl.NewPlainClient("", "app", tc.pass)); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(c, "a@example.com", []string{"inbox@localhost"}, "Subject: "+tc.want+"\r\n\r\nx\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	for _, m := range msgs {
+		env, err := e.db.Envelope(context.Background(), m.ID)
+		if err != nil || env.AuthUser != m.Subject {
+			t.Errorf("%q: auth_user %q %v", m.Subject, env.AuthUser, err)
+		}
+	}
+}
+
+// A key revoked while its session is open stops at the session's next
+// MAIL, and at DATA when revoked mid-transaction (SPEC §2: the grant is
+// checked again at every transaction): 535 5.7.8, nothing stored.
+func TestRevokedKeyStopsAtNextTransaction(t *testing.T) {
+	e := start(t, Config{AuthInsecure: true}, nil)
+	ctx := context.Background()
+	revocable := func() (string, func()) {
+		k, token, err := e.db.CreateKey(ctx, e.boot.ProjectID, "app", []string{"messages:send"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token, func() {
+			if err := e.db.RevokeKey(ctx, e.boot.ProjectID, k.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	revoked := gosmtp.EnhancedCode{5, 7, 8}
+
+	token, revoke := revocable()
+	c := dial(t, e.addr)
+	if err := c.Auth(sasl.NewPlainClient("", "app", token)); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(c, "a@example.com", []string{"inbox@localhost"}, "Subject: before\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	revoke()
+	if code, ec, _ := smtpCode(t, c.Mail("a@example.com", nil)); code != 535 || ec != revoked {
+		t.Errorf("MAIL after revocation: %d %v", code, ec)
+	}
+
+	token, revoke = revocable()
+	c = dial(t, e.addr)
+	if err := c.Auth(sasl.NewPlainClient("", "app", token)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("a@example.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("inbox@localhost", nil); err != nil {
+		t.Fatal(err)
+	}
+	revoke()
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "Subject: after\r\n\r\nx\r\n")
+	if code, ec, _ := smtpCode(t, w.Close()); code != 535 || ec != revoked {
+		t.Errorf("DATA after revocation: %d %v", code, ec)
+	}
+	msgs, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID)
+	if len(msgs) != 1 || msgs[0].Subject != "before" {
+		t.Fatalf("stored %+v", msgs)
+	}
+}
+
 func TestAuthAcceptAnyGrantsNothing(t *testing.T) {
 	e := start(t, Config{AuthInsecure: true, AuthAcceptAny: true}, nil)
 	c := dial(t, e.addr)
@@ -313,15 +503,8 @@ func TestSessionLimit(t *testing.T) {
 	e := start(t, Config{MaxSessions: 2}, nil)
 	dial(t, e.addr)
 	dial(t, e.addr)
-	conn, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	greeting, _ := io.ReadAll(conn)
-	if !strings.HasPrefix(string(greeting), "421 4.7.0") {
-		t.Fatalf("third session got %q", greeting)
+	if got := refusal(t, e.addr); !strings.HasPrefix(got, "421 4.7.0") {
+		t.Fatalf("third session got %q", got)
 	}
 }
 
@@ -367,6 +550,13 @@ func TestConcurrentSequences(t *testing.T) {
 			t.Fatalf("position %d has sequence %d", i, m.Sequence)
 		}
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
 
 // testWriter sends server logs to the test log.

@@ -206,7 +206,10 @@ func scanKey(row rowScanner, extra ...any) (Key, error) {
 // KeyByToken authenticates a bearer token. Unknown and revoked tokens are
 // ErrNotFound.
 func (db *DB) KeyByToken(ctx context.Context, token string) (Key, error) {
-	h := sha([]byte(token))
+	return db.keyByHash(ctx, sha([]byte(token)))
+}
+
+func (db *DB) keyByHash(ctx context.Context, h []byte) (Key, error) {
 	var stored []byte
 	k, err := scanKey(db.readRow(ctx, `SELECT `+keyColumns+`, token_hash FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL`, h), &stored)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -263,8 +263,11 @@ func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string)
 	})
 }
 
+// resolveRecipient matches case-insensitively but returns the tag as sent
+// (Build42 stays Build42).
 func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
-	address = strings.ToLower(strings.TrimSpace(address))
+	sent := strings.TrimSpace(address)
+	address = strings.ToLower(sent)
 	ib, err := find(address)
 	if !errors.Is(err, ErrNotFound) {
 		return ib, "", err
@@ -273,12 +276,34 @@ func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, 
 	if at <= 0 {
 		return Inbox{}, "", err
 	}
-	if user, tag, ok := strings.Cut(address[:at], "+"); ok && user != "" {
+	if user, _, ok := strings.Cut(address[:at], "+"); ok && user != "" {
 		ib, err := find(user + address[at:])
-		return ib, tag, err
+		return ib, AddressTag(sent), err
 	}
 	return Inbox{}, "", err
 }
+
+// AddressTag returns the +tag of address as sent ("" when none).
+func AddressTag(address string) string {
+	local := address[:max(strings.LastIndexByte(address, '@'), 0)]
+	_, tag, _ := strings.Cut(local, "+")
+	return tag
+}
+
+// HasInboxAtDomain reports whether some inbox's address is at domain
+// (compared case-insensitively): the gateway serves that domain.
+func (db *DB) HasInboxAtDomain(ctx context.Context, domain string) (bool, error) {
+	var ok bool
+	err := db.readRow(ctx, sqlInboxAtDomain, "@"+domain).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("inbox at domain: %w", err)
+	}
+	return ok, nil
+}
+
+// sqlInboxAtDomain compares the end of each address, so a domain with %
+// or _ in it is not a pattern. Inboxes are few; the scan is cheap.
+const sqlInboxAtDomain = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE substr(address, -length(?1)) = ?1 COLLATE NOCASE)`
 
 // DeliverLocalDue delivers up to limit due local deliveries through the
 // ingest path (each arrives as inbound mail in its inbox, threaded by its

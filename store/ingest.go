@@ -366,10 +366,14 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 	}
 }
 
-// ingestTx stores one message in each of its target inboxes.
+// ingestTx stores one message in each of its target inboxes. A target
+// inbox deleted since it was resolved (between RCPT and DATA) is skipped:
+// its copy has nowhere to go, and the others must not be lost for it. When
+// every target is gone the ingest is ErrNotFound.
 func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivered, error) {
 	var out []Delivered
 	seen := map[string]bool{}
+	gone := 0
 	for _, t := range p.in.Targets {
 		inboxID := t.InboxID
 		if inboxID == "" {
@@ -377,6 +381,11 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			if inboxID, err = db.ensureInbox(ctx, tx, t.Address); err != nil {
 				return nil, err
 			}
+		} else if exists, err := db.inboxExists(ctx, tx, inboxID); err != nil {
+			return nil, err
+		} else if !exists {
+			gone++
+			continue
 		}
 		// The same inbox named twice (or via two +tags) stores once.
 		if seen[inboxID] {
@@ -388,6 +397,9 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
 		}
 		out = append(out, d)
+	}
+	if gone > 0 && len(out) == 0 {
+		return nil, fmt.Errorf("ingest: every target inbox is gone: %w", ErrNotFound)
 	}
 	return out, nil
 }
@@ -427,6 +439,16 @@ func (db *DB) noteDuplicates(ds []Delivered) {
 			db.onDuplicate()
 		}
 	}
+}
+
+const sqlInboxExists = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE id = ?)`
+
+func (db *DB) inboxExists(ctx context.Context, tx *sql.Tx, inboxID string) (bool, error) {
+	var ok bool
+	if err := db.queryRow(ctx, tx, sqlInboxExists, inboxID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("find inbox: %w", err)
+	}
+	return ok, nil
 }
 
 // ensureInbox returns the inbox for address, creating it in the default
@@ -653,7 +675,7 @@ const (
 
 // hotQueries are prepared when the database opens.
 var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInsertEvent, sqlInsertWebhookDelivery, sqlFindIDs, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
-	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets,
+	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets, sqlInboxExists,
 	sqlSavepoint, sqlRollbackToSavepoint, sqlReleaseSavepoint}
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {

@@ -108,6 +108,8 @@ type DB struct {
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use
 
+	keys keyCache // Authenticate's
+
 	changeMu sync.Mutex
 	changed  chan struct{} // closed and replaced after every commit
 	// failNext lets tests force the next batch commit to fail (the 451 path).

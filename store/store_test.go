@@ -162,6 +162,30 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// An ingest whose target inbox was deleted after it was resolved is
+// ErrNotFound; with other targets, they get their copy and the gone one is
+// skipped.
+func TestIngestIntoDeletedInbox(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	gone, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "gone@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest(ctx, incoming(gone.ID, "Subject: x\r\n\r\nx\r\n")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("only target gone: %v", err)
+	}
+	in := incoming(gone.ID, "Subject: y\r\n\r\ny\r\n")
+	in.Targets = append(in.Targets, Target{InboxID: b.Inbox.ID})
+	got, err := db.Ingest(ctx, in)
+	if err != nil || len(got) != 1 || got[0].InboxID != b.Inbox.ID {
+		t.Fatalf("one of two targets gone: %+v %v", got, err)
+	}
+}
+
 func TestInboxes(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
@@ -282,6 +306,15 @@ func TestDuplicateOfEveryCopy(t *testing.T) {
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
+	// Every copy stored in inbox bad fails, as a constraint would.
+	bad, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "bad@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, `CREATE TRIGGER fail_bad BEFORE INSERT ON messages WHEN NEW.inbox_id = '`+bad.ID+`'
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`); err != nil {
+		t.Fatal(err)
+	}
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -289,9 +322,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		wg.Go(func() {
 			in := incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <g%d@x>\r\nSubject: %d\r\n\r\nword%d\r\n", i, i, i))
 			if i%10 == 0 {
-				// The first copy is written, the second violates the
-				// foreign key: the savepoint must undo the first.
-				in.Targets = append(in.Targets, Target{InboxID: "ibx_missing"})
+				// The first copy is written, the second fails: the
+				// savepoint must undo the first.
+				in.Targets = append(in.Targets, Target{InboxID: bad.ID})
 			}
 			_, errs[i] = db.Ingest(ctx, in)
 		})

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 )
 
@@ -34,16 +33,7 @@ func TestDataVersion(t *testing.T) {
 		t.Error("an ingest did not move the version")
 	}
 	// Another process's commit (the CLI revoking a key, say).
-	var path string
-	if err := db.r.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.Exec(`UPDATE api_keys SET name = 'renamed'`); err != nil {
+	if _, err := otherConnection(t, db).Exec(`UPDATE api_keys SET name = 'renamed'`); err != nil {
 		t.Fatal(err)
 	}
 	if v := version(); v == v1 {
