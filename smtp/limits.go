@@ -110,6 +110,9 @@ func (s *Server) release(c *limitConn) {
 func (s *Server) drain() {
 	s.mu.Lock()
 	s.draining = true
+	for _, l := range s.listeners {
+		l.Close()
+	}
 	conns := make([]*limitConn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)

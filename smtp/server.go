@@ -86,10 +86,11 @@ type Server struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu       sync.Mutex
-	conns    map[*limitConn]struct{} // the sessions, each holding a slot
-	perIP    map[netip.Addr]int
-	draining bool
+	mu        sync.Mutex
+	conns     map[*limitConn]struct{} // the sessions, each holding a slot
+	perIP     map[netip.Addr]int
+	draining  bool
+	listeners []net.Listener // given to Serve; closed by Shutdown
 }
 
 // NewServer builds a server; start it with Serve.
@@ -125,6 +126,18 @@ func NewServer(cfg Config, st Store) *Server {
 
 // Serve accepts sessions on l until Shutdown.
 func (s *Server) Serve(l net.Listener) error {
+	// go-smtp's Shutdown closes only the listeners its Serve has already
+	// registered: one handed over after it (a test, or main, racing the
+	// first signal) would block in Accept for ever. So the listeners are
+	// tracked here, under the same lock as draining.
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
 	err := s.srv.Serve(&limitListener{Listener: l, s: s})
 	if errors.Is(err, gosmtp.ErrServerClosed) {
 		return nil
@@ -140,7 +153,8 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.drain()
 	err := s.srv.Shutdown(ctx)
-	if errors.Is(err, gosmtp.ErrServerClosed) {
+	// drain closed the listeners already: go-smtp's second close is no news.
+	if errors.Is(err, gosmtp.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
@@ -522,7 +536,7 @@ func (s *Server) reply(stage string, err error) error {
 	if errors.Is(err, gosmtp.ErrTooLongLine) {
 		return errLineTooLong
 	}
-	if errors.Is(err, store.ErrNotFound) { // the transaction's inboxes were deleted since RCPT
+	if errors.Is(err, store.ErrInboxGone) { // the transaction's inboxes were deleted since RCPT
 		return errUnknownRecipient
 	}
 	s.log.Error("smtp: local failure", "stage", stage, "err", err)

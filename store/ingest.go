@@ -399,7 +399,7 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 		out = append(out, d)
 	}
 	if gone > 0 && len(out) == 0 {
-		return nil, fmt.Errorf("ingest: every target inbox is gone: %w", ErrNotFound)
+		return nil, fmt.Errorf("ingest: %w", ErrInboxGone)
 	}
 	return out, nil
 }

@@ -37,6 +37,10 @@ var ErrNotFound = errors.New("not found")
 // ErrConflict is returned when a unique row already exists.
 var ErrConflict = errors.New("already exists")
 
+// ErrInboxGone is an ingest whose every target inbox was deleted after it
+// was resolved (between RCPT and DATA). It is also ErrNotFound.
+var ErrInboxGone = fmt.Errorf("every target inbox is gone: %w", ErrNotFound)
+
 // ErrClosed is returned by Ingest and Send once the writer has stopped.
 var ErrClosed = errors.New("store: writer stopped")
 
