@@ -308,14 +308,39 @@ func assertStored(t *testing.T, db *store.DB, address, body string, tls bool) {
 	}
 }
 
-// buildBinary builds inboxd once per test into a temp dir.
+// TestMain removes the binary buildBinary made for the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testBinary.dir != "" {
+		os.RemoveAll(testBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// testBinary is the inboxd binary of this test run: linking it takes
+// seconds, so it is built once, by the first test that runs a child process.
+var testBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildBinary returns the path of the run's inboxd binary.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	testBinary.once.Do(func() {
+		if testBinary.dir, testBinary.err = os.MkdirTemp("", "inboxd-test-"); testBinary.err != nil {
+			return
+		}
+		testBinary.path = filepath.Join(testBinary.dir, "inboxd")
+		if out, err := exec.Command("go", "build", "-o", testBinary.path, ".").CombinedOutput(); err != nil {
+			testBinary.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if testBinary.err != nil {
+		t.Fatalf("build: %v", testBinary.err)
 	}
-	return bin
+	return testBinary.path
 }
 
 // startChild runs the binary as a real child process (so it can be
