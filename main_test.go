@@ -33,16 +33,19 @@ type syncBuffer struct {
 	buf     bytes.Buffer
 	pattern *regexp.Regexp
 	found   chan []string
+	grew    chan struct{} // closed (and replaced) by every Write
 }
 
 func newSyncBuffer(pattern string) *syncBuffer {
-	return &syncBuffer{pattern: regexp.MustCompile(pattern), found: make(chan []string, 1)}
+	return &syncBuffer{pattern: regexp.MustCompile(pattern), found: make(chan []string, 1), grew: make(chan struct{})}
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Write(p)
+	close(b.grew)
+	b.grew = make(chan struct{})
 	if b.pattern != nil {
 		if m := b.pattern.FindStringSubmatch(b.buf.String()); m != nil {
 			b.found <- m
@@ -56,6 +59,27 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// await waits until the output matches pattern and returns the match; the
+// 20 s guard fails a test that would otherwise hang.
+func (b *syncBuffer) await(t testing.TB, pattern string) []string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	guard := time.After(20 * time.Second)
+	for {
+		b.mu.Lock()
+		m, grew := re.FindStringSubmatch(b.buf.String()), b.grew
+		b.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		select {
+		case <-grew:
+		case <-guard:
+			t.Fatalf("no %q in the output:\n%s", pattern, b.String())
+		}
+	}
 }
 
 const startedPattern = `msg="inboxd started".* smtp=(\S+) http=(\S+)`
@@ -347,6 +371,13 @@ func buildBinary(t *testing.T) string {
 // killed with SIGKILL) and returns its SMTP and HTTP addresses.
 func startChild(t *testing.T, bin, data string, extra ...string) (cmd *exec.Cmd, smtpAddr, httpAddr string) {
 	t.Helper()
+	return startChildLog(t, bin, data, io.Discard, extra...)
+}
+
+// startChildLog is startChild that copies the log after the startup line
+// to rest.
+func startChildLog(t *testing.T, bin, data string, rest io.Writer, extra ...string) (cmd *exec.Cmd, smtpAddr, httpAddr string) {
+	t.Helper()
 	cmd = exec.Command(bin, append([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -357,7 +388,7 @@ func startChild(t *testing.T, bin, data string, extra ...string) (cmd *exec.Cmd,
 	re := regexp.MustCompile(startedPattern)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
+			go io.Copy(rest, stderr)
 			return cmd, m[1], m[2]
 		}
 	}
