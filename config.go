@@ -37,7 +37,8 @@ type Config struct {
 	SMTPAuthInsecure  bool
 	SMTPAuthAcceptAny bool
 
-	APIRateLimit int
+	APIRateLimit    int
+	HTTPBodyTimeout time.Duration
 
 	Outbound              string
 	RelayURL              string
@@ -115,6 +116,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
+	fs.DurationVar(&c.HTTPBodyTimeout, "http-body-timeout", time.Minute, "longest time an HTTP request body may take to arrive (a slower one gets 400); 0 disables")
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
 	fs.StringVar(&c.RelayCAFile, "relay-ca-file", "", "extra CA certificates (PEM) to verify the relay with")

@@ -40,16 +40,32 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		cancel()
-		<-sigs
-		fmt.Fprintln(os.Stderr, "inboxd: second signal, exiting now")
-		os.Exit(2)
-	}()
+	go watchSignals(sigs, time.Now, cancel, os.Stderr, os.Exit)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "inboxd:", err)
 		os.Exit(1)
+	}
+}
+
+// forceAfter is how long after the first signal another one forces the
+// exit. Sooner, it is the same request again: `timeout` and process
+// managers signal the child and its process group at once, and a Ctrl-C in
+// a shell that runs inboxd under another process reaches both.
+const forceAfter = time.Second
+
+// watchSignals is main's signal handling: the first signal stops the
+// server gracefully (stop cancels run's context); a signal at least
+// forceAfter later exits at once with code 2.
+func watchSignals(sigs <-chan os.Signal, now func() time.Time, stop func(), stderr io.Writer, exit func(code int)) {
+	<-sigs
+	first := now()
+	stop()
+	for sig := range sigs {
+		if now().Sub(first) >= forceAfter {
+			fmt.Fprintf(stderr, "inboxd: %v again, exiting now\n", sig)
+			exit(2)
+			return
+		}
 	}
 }
 
@@ -131,9 +147,67 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// Every flag and file is checked before anything is created: a first
+	// start that fails leaves no data directory behind.
+	var tlsConfig *tls.Config
+	switch {
+	case c.TLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case c.SMTPTLSSelfSigned:
+		if tlsConfig, err = smtp.SelfSignedTLS(c.Hostname); err != nil {
+			return err
+		}
+	}
+	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
+	if c.Outbound == outbound.ModeRelay {
+		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
+			return err
+		}
+	}
+	if c.RelayMessageIDPattern != "" {
+		if workerCfg.MessageIDPattern, err = regexp.Compile(c.RelayMessageIDPattern); err != nil || workerCfg.MessageIDPattern.NumSubexp() != 1 {
+			return fmt.Errorf("--relay-message-id-pattern must be a regexp with one group: %v", err)
+		}
+	}
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	unlock, err := lockDataDir(c.Data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Listening before the database is opened: a start that fails on a
+	// busy port must not bootstrap the database, or the admin key of the
+	// next (first successful) start would never be written or printed.
+	smtpLn, err := net.Listen("tcp", c.SMTPAddr)
+	if err != nil {
+		return fmt.Errorf("smtp listen: %w", err)
+	}
+	defer smtpLn.Close()
+	httpLn, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	defer httpLn.Close()
+	var debugSrv *http.Server
+	var debugLn net.Listener
+	if c.DebugAddr != "" {
+		if debugLn, err = net.Listen("tcp", c.DebugAddr); err != nil {
+			return fmt.Errorf("debug listen: %w", err)
+		}
+		defer debugLn.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	deferredWait := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -176,43 +250,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	var tlsConfig *tls.Config
-	switch {
-	case c.TLSCert != "":
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return fmt.Errorf("load TLS certificate: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	case c.SMTPTLSSelfSigned:
-		if tlsConfig, err = smtp.SelfSignedTLS(c.Hostname); err != nil {
-			return err
-		}
-	}
-
-	smtpLn, err := net.Listen("tcp", c.SMTPAddr)
-	if err != nil {
-		return fmt.Errorf("smtp listen: %w", err)
-	}
-	defer smtpLn.Close()
-	httpLn, err := net.Listen("tcp", c.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http listen: %w", err)
-	}
-	defer httpLn.Close()
-	var debugSrv *http.Server
-	var debugLn net.Listener
-	if c.DebugAddr != "" {
-		if debugLn, err = net.Listen("tcp", c.DebugAddr); err != nil {
-			return fmt.Errorf("debug listen: %w", err)
-		}
-		defer debugLn.Close()
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	}
 
 	if created {
 		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
@@ -221,17 +258,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		printWelcome(stdout, c.Data, boot, smtpLn.Addr().String(), httpLn.Addr().String())
 	}
 
-	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
-	if c.Outbound == outbound.ModeRelay {
-		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
-			return err
-		}
-	}
-	if c.RelayMessageIDPattern != "" {
-		if workerCfg.MessageIDPattern, err = regexp.Compile(c.RelayMessageIDPattern); err != nil || workerCfg.MessageIDPattern.NumSubexp() != 1 {
-			return fmt.Errorf("--relay-message-id-pattern must be a regexp with one group: %v", err)
-		}
-	}
 	worker := outbound.NewWorker(db, workerCfg)
 	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize,
 		RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil})
@@ -266,10 +292,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.WebhookDenyPrivate {
 		apiCfg.CheckWebhookURL = webhook.CheckURL
 	}
+	// Closed at the first signal: /readyz answers 503 and long-polls
+	// answer at once, while requests in flight finish.
+	draining := make(chan struct{})
+	apiCfg.Draining = draining
+	apiCfg.BodyTimeout = c.HTTPBodyTimeout
 	handler, err := api.New(ctx, db, apiCfg)
 	if err != nil {
 		return err
 	}
+	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
+	// has its own bound (api.Config.BodyTimeout).
 	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 
 	// The writer outlives the transports: it stops only after SMTP has
@@ -319,17 +352,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case runErr = <-errc:
 		log.Error("shutting down after failure", "err", runErr)
 	}
+	close(draining)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
-	if err := smtpSrv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("smtp shutdown: closing sessions still open", "err", err)
-		smtpSrv.Close()
-	}
-	// Shutdown may have run before Serve registered the listener.
-	smtpLn.Close()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
+	// Both transports stop accepting at once and drain side by side.
+	var transports sync.WaitGroup
+	transports.Go(func() {
+		if err := smtpSrv.Shutdown(shutdownCtx); err != nil {
+			log.Warn("smtp shutdown: closing sessions still open", "err", err)
+			smtpSrv.Close()
+		}
+		// Shutdown may have run before Serve registered the listener.
+		smtpLn.Close()
+	})
+	transports.Go(func() {
+		if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+			log.Warn("http shutdown: closing connections still open", "err", err)
+			httpSrv.Close()
+		}
+	})
+	transports.Wait()
 	if debugSrv != nil {
 		debugSrv.Close()
 	}

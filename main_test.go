@@ -33,16 +33,19 @@ type syncBuffer struct {
 	buf     bytes.Buffer
 	pattern *regexp.Regexp
 	found   chan []string
+	grew    chan struct{} // closed (and replaced) by every Write
 }
 
 func newSyncBuffer(pattern string) *syncBuffer {
-	return &syncBuffer{pattern: regexp.MustCompile(pattern), found: make(chan []string, 1)}
+	return &syncBuffer{pattern: regexp.MustCompile(pattern), found: make(chan []string, 1), grew: make(chan struct{})}
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Write(p)
+	close(b.grew)
+	b.grew = make(chan struct{})
 	if b.pattern != nil {
 		if m := b.pattern.FindStringSubmatch(b.buf.String()); m != nil {
 			b.found <- m
@@ -56,6 +59,27 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// await waits until the output matches pattern and returns the match; the
+// 20 s guard fails a test that would otherwise hang.
+func (b *syncBuffer) await(t testing.TB, pattern string) []string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	guard := time.After(20 * time.Second)
+	for {
+		b.mu.Lock()
+		m, grew := re.FindStringSubmatch(b.buf.String()), b.grew
+		b.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		select {
+		case <-grew:
+		case <-guard:
+			t.Fatalf("no %q in the output:\n%s", pattern, b.String())
+		}
+	}
 }
 
 const startedPattern = `msg="inboxd started".* smtp=(\S+) http=(\S+)`
@@ -308,19 +332,51 @@ func assertStored(t *testing.T, db *store.DB, address, body string, tls bool) {
 	}
 }
 
-// buildBinary builds inboxd once per test into a temp dir.
+// TestMain removes the binary buildBinary made for the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testBinary.dir != "" {
+		os.RemoveAll(testBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// testBinary is the inboxd binary of this test run: linking it takes
+// seconds, so it is built once, by the first test that runs a child process.
+var testBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildBinary returns the path of the run's inboxd binary.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	testBinary.once.Do(func() {
+		if testBinary.dir, testBinary.err = os.MkdirTemp("", "inboxd-test-"); testBinary.err != nil {
+			return
+		}
+		testBinary.path = filepath.Join(testBinary.dir, "inboxd")
+		if out, err := exec.Command("go", "build", "-o", testBinary.path, ".").CombinedOutput(); err != nil {
+			testBinary.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if testBinary.err != nil {
+		t.Fatalf("build: %v", testBinary.err)
 	}
-	return bin
+	return testBinary.path
 }
 
 // startChild runs the binary as a real child process (so it can be
 // killed with SIGKILL) and returns its SMTP and HTTP addresses.
 func startChild(t *testing.T, bin, data string, extra ...string) (cmd *exec.Cmd, smtpAddr, httpAddr string) {
+	t.Helper()
+	return startChildLog(t, bin, data, io.Discard, extra...)
+}
+
+// startChildLog is startChild that copies the log after the startup line
+// to rest.
+func startChildLog(t *testing.T, bin, data string, rest io.Writer, extra ...string) (cmd *exec.Cmd, smtpAddr, httpAddr string) {
 	t.Helper()
 	cmd = exec.Command(bin, append([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)...)
 	stderr, _ := cmd.StderrPipe()
@@ -332,7 +388,7 @@ func startChild(t *testing.T, bin, data string, extra ...string) (cmd *exec.Cmd,
 	re := regexp.MustCompile(startedPattern)
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
+			go io.Copy(rest, stderr)
 			return cmd, m[1], m[2]
 		}
 	}

@@ -36,6 +36,14 @@ type Config struct {
 	// CheckWebhookURL, when set, refuses webhook URLs at registration
 	// (--webhook-deny-private); the worker checks again at connect time.
 	CheckWebhookURL URLCheck
+	// Draining, once closed, says the server is shutting down: /readyz
+	// answers 503 and long-polls answer at once with what there is, the
+	// answer an expired wait gives (SPEC §13). Requests in flight are left
+	// to finish: their contexts are not cancelled.
+	Draining <-chan struct{}
+	// BodyTimeout bounds the time a request body may take to arrive; 0
+	// leaves it unbounded.
+	BodyTimeout time.Duration
 
 	// pollWaiting, set by tests, is called each time a long-poll is about
 	// to wait for a commit.
@@ -58,6 +66,7 @@ type Server struct {
 	flight      inFlight
 
 	pollWaiting func()
+	draining    <-chan struct{}
 
 	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 
@@ -93,7 +102,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	}
 	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
-		pollWaiting: cfg.pollWaiting, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		pollWaiting: cfg.pollWaiting, draining: cfg.Draining, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	s.eventScan = cfg.eventScan
 	return s.routes(cfg), nil
 }
@@ -101,6 +110,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 // routes is every route of the server, in one place.
 func (s *Server) routes(cfg Config) http.Handler {
 	r := chi.NewRouter()
+	r.Use(bodyDeadline(cfg.BodyTimeout))
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethod) })
@@ -163,6 +173,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.draining:
+		s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Message: "The server is shutting down."})
+		return
+	default:
+	}
 	if err := s.db.Ping(r.Context()); err != nil {
 		s.log.Error("readyz: database", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{

@@ -31,6 +31,7 @@ var (
 	errInvalidCursor   = &Error{Status: http.StatusBadRequest, Code: "invalid_cursor", Message: "Cursor is invalid, expired, or belongs to another filter.", Param: "cursor"}
 	errInternal        = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Internal error."}
 	errTooLarge        = &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: "Request body is too large."}
+	errBodyTimeout     = &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "Request body did not arrive in time."}
 	errRateLimited     = &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "Too many requests; retry after the time in Retry-After."}
 	errMethod          = &Error{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Message: "Method not allowed on this path."}
 )

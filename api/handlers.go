@@ -295,6 +295,7 @@ func buildPage[R, T any](s *Server, rows []R, limit int, scope cursorScope, rend
 func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found bool, err error)) error {
 	var deadline <-chan time.Time
 	if wait > 0 {
+		s.log.Debug("api: long-poll", "path", r.URL.Path, "wait", wait)
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
 		deadline = timer.C
@@ -311,6 +312,8 @@ func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found b
 		select {
 		case <-changed:
 		case <-deadline:
+			return nil
+		case <-s.draining:
 			return nil
 		case <-r.Context().Done():
 			return nil

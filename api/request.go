@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,8 @@ func decodeError(err error) error {
 	switch {
 	case errors.As(err, &tooLarge):
 		return errTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errBodyTimeout
 	case errors.As(err, &syntax):
 		return badRequest("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
 	case errors.As(err, &typ):
@@ -115,4 +118,29 @@ func intParam(r *http.Request, name string) (int64, error) {
 		return 0, badRequest(name, "%s must be a non-negative integer.", name)
 	}
 	return n, nil
+}
+
+// bodyDeadline bounds the time a request body takes to arrive, so a body
+// trickled a byte at a time cannot hold a connection and its handler for
+// ever. (http.Server's ReadTimeout and WriteTimeout would bound the whole
+// exchange, long-polls included.) The connection's read deadline is set
+// when the request starts, and only when it has a body: net/http clears it
+// itself once the body has been read to its end, when it starts reading
+// the connection in the background to notice a client that goes away;
+// without a body that background read is already running, and a deadline
+// set now would end it with an error that cancels the request, cutting a
+// long-poll short.
+func bodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if timeout <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body != nil && r.Body != http.NoBody {
+				// A connection deadline is wall-clock time, not the API's clock.
+				http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }

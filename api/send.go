@@ -134,7 +134,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxSendBody))
 	if err != nil {
-		s.writeError(w, r, errTooLarge)
+		s.writeError(w, r, decodeError(err))
 		return
 	}
 	if hasKey {
