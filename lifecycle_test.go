@@ -200,6 +200,7 @@ func TestRepeatedSIGTERMShutsDownGracefully(t *testing.T) {
 		t.Fatalf("exit after a repeated SIGTERM: %v\n%s", err, log.String())
 	}
 }
+
 // The decision of main's signal goroutine: the first signal stops the
 // server; one less than a second later is the same request again; one at
 // least a second later forces the exit (code 2). The clock is fed by the

@@ -98,21 +98,23 @@ func startServer(t testing.TB, data string, extra ...string) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := newSyncBuffer(""), newSyncBuffer(startedPattern)
 	args := append([]string{"serve", "--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(string) string { return "" }, stdout, stderr) }()
+	// done is closed once run has returned runErr, so that both a failed
+	// start and the cleanup can read it.
+	done := make(chan struct{})
+	var runErr error
+	go func() { defer close(done); runErr = run(ctx, args, func(string) string { return "" }, stdout, stderr) }()
 	s := &server{stdout: stdout, stderr: stderr}
-	var once sync.Once
-	var stopErr error
 	s.stop = func() error {
-		once.Do(func() { cancel(); stopErr = <-done })
-		return stopErr
+		cancel()
+		<-done
+		return runErr
 	}
 	t.Cleanup(func() { s.stop() })
 	select {
 	case m := <-stderr.found:
 		s.smtp, s.http = m[1], m[2]
-	case err := <-done:
-		t.Fatalf("run exited: %v\n%s", err, stderr.String())
+	case <-done:
+		t.Fatalf("run exited: %v\n%s", runErr, stderr.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("server did not start:\n%s", stderr.String())
 	}
