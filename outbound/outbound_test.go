@@ -537,8 +537,9 @@ func headerNames(raw []byte) []string {
 
 // A submitted message loses its Bcc: header (every one, folded lines
 // too) before it is queued, so no copy shows it; the Bcc recipients still
-// get the message, as RCPT TO recipients. (The external recipient makes
-// it a submission: a transaction to local inboxes only is received mail.)
+// get the message, as RCPT TO recipients. (The external recipient sends it
+// through Submit; smtp's TestAuthenticatedLocalMailDropsBcc covers a
+// submission to local inboxes only.)
 func TestSubmissionDropsBcc(t *testing.T) {
 	e := newEnv(t, ModeCapture, nil, "")
 	ctx := context.Background()

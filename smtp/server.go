@@ -4,6 +4,8 @@
 package smtp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -424,6 +426,15 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 		_, err := ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
 		return err
 	}
+	if ss.token != nil {
+		// A submission (SPEC §2): its Bcc: reaches no copy, the local
+		// inboxes' included.
+		var err error
+		if buf, err = ss.s.dropBcc(buf); err != nil {
+			return err
+		}
+		raw, inMemory = buf.Bytes()
+	}
 	received := ss.s.now()
 	_, isTLS := ss.conn.TLSConnectionState()
 	in := &store.Incoming{
@@ -478,6 +489,51 @@ func alreadyStored(ds []store.Delivered) error {
 		return nil
 	}
 	return &gosmtp.SMTPError{Code: 250, EnhancedCode: gosmtp.EnhancedCode{2, 0, 0}, Message: "Already stored as " + strings.Join(ids, ", ")}
+}
+
+// maxBccScan bounds the header section dropBcc reads of a spooled
+// message; one longer than this is not real mail and keeps its header.
+const maxBccScan = 1 << 20
+
+// dropBcc returns buf, or a copy of it without its Bcc: fields
+// (message.WithoutBcc); buf is closed when it is replaced or on error.
+func (s *Server) dropBcc(buf *spool.Buffer) (*spool.Buffer, error) {
+	var header []byte
+	if raw, ok := buf.Bytes(); ok {
+		header = raw
+	} else {
+		br := bufio.NewReader(io.LimitReader(buf.Reader(), maxBccScan))
+		for {
+			line, err := br.ReadBytes('\n')
+			header = append(header, line...)
+			if err == io.EOF || len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break
+			}
+			if err != nil {
+				buf.Close()
+				return nil, fmt.Errorf("read spooled header: %w", err)
+			}
+		}
+	}
+	stripped := message.WithoutBcc(header)
+	if len(stripped) == len(header) {
+		return buf, nil
+	}
+	out := s.cfg.Spool.Buffer(int(buf.Len()))
+	r := buf.Reader()
+	_, err := out.Write(stripped)
+	if err == nil {
+		_, err = io.CopyN(io.Discard, r, int64(len(header)))
+	}
+	if err == nil {
+		_, err = out.ReadFrom(r)
+	}
+	buf.Close()
+	if err != nil {
+		out.Close()
+		return nil, fmt.Errorf("copy without Bcc: %w", err)
+	}
+	return out, nil
 }
 
 // traceHeader builds the Received: header of RFC 5321 §4.4.

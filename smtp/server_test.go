@@ -16,6 +16,7 @@ import (
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
 
+	"github.com/inboxd/inboxd/spool"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -565,4 +566,60 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// A message an API-key holder submits loses its Bcc: fields before any
+// copy is stored (SPEC §2), also when every recipient is a local inbox and
+// the message is received through the ingest path, in memory or spooled.
+func TestAuthenticatedLocalMailDropsBcc(t *testing.T) {
+	sp, err := spool.New(t.TempDir(), 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, Config{AuthInsecure: true, Spool: sp}, nil)
+	ctx := context.Background()
+	for _, size := range []int{10, 64 << 10} { // below and above the spool's memory limit
+		body := fmt.Sprintf("Message-ID: <bcc%d@x>\r\nTo: inbox@localhost\r\nBcc: hidden@example.com,\r\n\tother@example.com\r\nSubject: s\r\n\r\n%s\r\n",
+			size, strings.Repeat("b", size))
+		c := dial(t, e.addr)
+		if err := c.Auth(sasl.NewPlainClient("", "app", e.boot.AdminToken)); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(c, "a@example.com", []string{"inbox@localhost"}, body); err != nil {
+			t.Fatal(err)
+		}
+		m := storedByRFCID(t, e, fmt.Sprintf("<bcc%d@x>", size))
+		raw, err := e.db.Raw(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Replace(body, "Bcc: hidden@example.com,\r\n\tother@example.com\r\n", "", 1)
+		if _, stored, _ := strings.Cut(string(raw), "\r\n\tby mx.test (inboxd)"); !strings.HasSuffix(stored, want) {
+			t.Errorf("%d-byte body: stored %q…, want it to end with the message without Bcc", size, raw[:min(len(raw), 300)])
+		}
+	}
+	// Without AUTH it is received mail, stored byte for byte.
+	body := "Message-ID: <plain@x>\r\nBcc: kept@example.com\r\nSubject: s\r\n\r\nx\r\n"
+	if err := send(dial(t, e.addr), "a@example.com", []string{"inbox@localhost"}, body); err != nil {
+		t.Fatal(err)
+	}
+	m := storedByRFCID(t, e, "<plain@x>")
+	if raw, _ := e.db.Raw(ctx, m.ID); !strings.HasSuffix(string(raw), body) {
+		t.Errorf("unauthenticated mail changed: %q", raw)
+	}
+}
+
+func storedByRFCID(t *testing.T, e *env, id string) store.Message {
+	t.Helper()
+	msgs, err := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.RFCMessageID == id {
+			return m
+		}
+	}
+	t.Fatalf("no message %s among %d", id, len(msgs))
+	return store.Message{}
 }
