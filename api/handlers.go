@@ -594,9 +594,7 @@ func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		if r.Context().Err() == nil { // else the client went away
-			s.log.Error("api: body stream failed", "message", m.ID, "err", err)
-		}
+		s.abortStream(r, "api: body stream failed", "message", m.ID, "err", err)
 	}
 }
 
@@ -674,9 +672,19 @@ func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		// Headers are gone: the client sees a truncated body.
-		s.log.Error("api: raw stream failed", "message", m.ID, "err", err)
+		s.abortStream(r, "api: raw stream failed", "message", m.ID, "err", err)
 	}
+}
+
+// abortStream ends a response that failed after its first bytes went
+// out: it logs the failure (unless the client went away) and aborts the
+// connection, so that the client sees a broken transfer, never what looks
+// like a complete answer that was cut short.
+func (s *Server) abortStream(r *http.Request, msg string, args ...any) {
+	if r.Context().Err() == nil {
+		s.log.Error(msg, args...)
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // startedWriter records whether anything was written, so a failure before
@@ -721,7 +729,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		s.log.Error("api: attachment stream failed", "attachment", a.ID, "err", err)
+		s.abortStream(r, "api: attachment stream failed", "attachment", a.ID, "err", err)
 	}
 }
 

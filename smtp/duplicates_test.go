@@ -70,3 +70,23 @@ func TestDuplicateReplies(t *testing.T) {
 		t.Fatalf("%d messages in inbox, want 3", len(mine))
 	}
 }
+
+// A deleted message is no longer there to be a duplicate of: a test sink
+// that deletes a fixture and replays it gets it stored again.
+func TestRedeliveryAfterDeleteIsStored(t *testing.T) {
+	e := start(t, Config{}, nil)
+	ctx := context.Background()
+	c := dial(t, e.addr)
+	body := "Message-ID: <fixture@example.com>\r\nSubject: fixture\r\n\r\nhello\r\n"
+	dataReply(t, c, []string{"inbox@localhost"}, body)
+	msgs, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID)
+	if err := e.db.DeleteMessage(ctx, e.boot.Inbox.ID, msgs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := dataReply(t, c, []string{"inbox@localhost"}, body); got != "2.0.0 OK: queued" {
+		t.Errorf("redelivery after delete: %q", got)
+	}
+	if msgs, _ := e.db.InboxMessages(ctx, e.boot.Inbox.ID); len(msgs) != 1 || msgs[0].ThreadMatch != "same_message_id" {
+		t.Errorf("visible after redelivery: %+v", msgs)
+	}
+}

@@ -36,6 +36,10 @@ var errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.Enhanced
 // 421 written just before stays the last reply.
 var errSessionDrained = fmt.Errorf("smtp: session drained for shutdown: %w", net.ErrClosed)
 
+// errSessionOver ends, the same silent way, a session whose data phase
+// timed out: its 451 is the last reply.
+var errSessionOver = fmt.Errorf("smtp: session over after a data timeout: %w", net.ErrClosed)
+
 // errDataTimeout is a stalled data phase. go-smtp answers a BDAT chunk's
 // read error with a permanent 554 carrying the error text (addresses
 // included) unless the error is a bare *SMTPError; so limitConn returns
@@ -147,7 +151,10 @@ type limitConn struct {
 	// inData is set from the start of Session.Data until go-smtp resets
 	// the transaction after answering it (Session.Reset), so that the
 	// data, and what go-smtp discards of it, is read to the end.
-	inData   bool
+	inData bool
+	// inTx is set from the first accepted RCPT until Reset.
+	inTx     bool
+	dead     bool // a data phase timed out: the session is over
 	draining bool // Shutdown has begun
 	drained  bool // the 421 is sent; the next read ends the session
 }
@@ -165,9 +172,12 @@ func connOf(c *gosmtp.Conn) *limitConn {
 
 func (c *limitConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
-	drain := c.draining && !c.inData
+	dead, drain := c.dead, c.draining && !c.busy()
 	c.mu.Unlock()
-	if drain {
+	switch {
+	case dead:
+		return 0, errSessionOver
+	case drain:
 		return 0, c.sayDrained()
 	}
 	n, err := c.Conn.Read(p)
@@ -176,16 +186,27 @@ func (c *limitConn) Read(p []byte) (int, error) {
 		return n, err
 	}
 	c.mu.Lock()
-	draining, inData := c.draining, c.inData
+	inData, drain := c.inData, c.draining && !c.busy()
+	if inData {
+		// The rest of the data may still arrive; read as commands after
+		// the 451 it would be the client's forged transactions. So the
+		// session ends with that reply.
+		c.dead = true
+	}
 	c.mu.Unlock()
 	switch {
 	case inData:
 		return n, errDataTimeout
-	case draining: // woken by startDrain
+	case drain: // woken by startDrain
 		return n, c.sayDrained()
 	}
 	return n, err
 }
+
+// busy reports a transaction the drain lets finish: one with recipients
+// (its DATA or BDAT may already sit in go-smtp's buffer, and go-smtp reads
+// a BDAT chunk before Session.Data has begun) or in data. c.mu is held.
+func (c *limitConn) busy() bool { return c.inTx || c.inData }
 
 // sayDrained answers 421 4.3.2 in place of the next command, once, through
 // the connection go-smtp writes to, so that after STARTTLS it is
@@ -209,13 +230,13 @@ func (c *limitConn) sayDrained() error {
 	return errSessionDrained
 }
 
-// startDrain marks the session for shutdown and, unless it is in data,
+// startDrain marks the session for shutdown and, unless it is busy,
 // wakes a Read waiting for the next command with a deadline in the past.
 func (c *limitConn) startDrain() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.draining = true
-	if !c.inData {
+	if !c.busy() {
 		c.Conn.SetReadDeadline(time.Unix(1, 0))
 	}
 }
@@ -245,13 +266,28 @@ func (c *limitConn) beginData() {
 	}
 }
 
+// beginTx marks a transaction that has a recipient (Session.Rcpt).
+func (c *limitConn) beginTx() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inTx = true
+	if c.draining {
+		// startDrain may have woken the read of the next command just
+		// as this transaction became one to finish.
+		c.Conn.SetReadDeadline(c.readDeadline)
+	}
+}
+
 // endData marks the transaction over (answered or abandoned).
 func (c *limitConn) endData() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.inData = false
+	c.inData, c.inTx = false, false
 	c.mu.Unlock()
 }
 

@@ -302,6 +302,9 @@ var (
 )
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
+	if ss.lc.refuseDrained() {
+		return errShuttingDown
+	}
 	sent := strings.TrimSpace(to)
 	_, domain, ok := splitAddress(strings.ToLower(sent))
 	if !ok {
@@ -310,11 +313,13 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 	defer cancel()
 	t, err := ss.s.resolve(ctx, sent)
-	if ss.key != nil && ss.s.cfg.Submitter != nil && (errors.Is(err, errUnknownRecipient) || err == nil && t.InboxID == "") {
+	// (An address the accept policy creates an inbox for is local.)
+	if ss.key != nil && ss.s.cfg.Submitter != nil && errors.Is(err, errUnknownRecipient) {
 		// An authenticated submitter may address the world; the send path
 		// decides each recipient's route.
 		ss.external = true
 		ss.rcpts = append(ss.rcpts, to)
+		ss.lc.beginTx()
 		return nil
 	}
 	if errors.Is(err, errUnknownRecipient) {
@@ -325,6 +330,7 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	}
 	ss.rcpts = append(ss.rcpts, to)
 	ss.targets = append(ss.targets, t)
+	ss.lc.beginTx()
 	return nil
 }
 

@@ -623,3 +623,33 @@ func storedByRFCID(t *testing.T, e *env, id string) store.Message {
 	t.Fatalf("no message %s among %d", id, len(msgs))
 	return store.Message{}
 }
+
+// recordingSubmitter records what the send path was handed.
+type recordingSubmitter struct{ rcpts [][]string }
+
+func (r *recordingSubmitter) Submit(_ context.Context, _ store.Key, rcpts []string, _ []byte) (store.SendResult, error) {
+	r.rcpts = append(r.rcpts, rcpts)
+	return store.SendResult{}, nil
+}
+
+// An address the accept policy makes an inbox for is local for a key
+// holder too: the inbox is created and receives the mail, which does not
+// go to the send path (where it would be captured or sent out).
+func TestAuthenticatedMailCreatesInbox(t *testing.T) {
+	sub := &recordingSubmitter{}
+	e := start(t, Config{AuthInsecure: true, Accept: AcceptDomain, Domains: []string{"example.org"}, Submitter: sub}, nil)
+	c := dial(t, e.addr)
+	if err := c.Auth(sasl.NewPlainClient("", "app", e.boot.AdminToken)); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(c, "inbox@localhost", []string{"new@example.org"}, "From: inbox@localhost\r\nSubject: x\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	ib, err := e.db.InboxByAddress(context.Background(), "new@example.org")
+	if err != nil || len(sub.rcpts) != 0 {
+		t.Fatalf("inbox %v, submitted %v", err, sub.rcpts)
+	}
+	if msgs, _ := e.db.InboxMessages(context.Background(), ib.ID); len(msgs) != 1 {
+		t.Errorf("new inbox holds %d messages", len(msgs))
+	}
+}

@@ -489,7 +489,11 @@ const (
 	// sqlFindIDs answers both questions in one statement: the stored
 	// messages known by the ids (link 0, first copy first), then the
 	// missing-parent links among them (link 1).
-	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.id, m.thread_id, m.direction, m.raw_sha256
+	// A deleted copy keeps threading its replies but is no longer there
+	// to be a duplicate of: its hash is left out, so a redelivery after a
+	// delete is stored again.
+	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.id, m.thread_id, m.direction,
+			CASE WHEN m.deleted_at IS NULL THEN m.raw_sha256 END
 			FROM message_ids i JOIN messages m ON m.id = i.message_id
 			WHERE i.inbox_id = ?1 AND i.rfc_message_id IN (SELECT value FROM json_each(?2))
 		UNION ALL
