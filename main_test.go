@@ -84,41 +84,47 @@ func (b *syncBuffer) await(t testing.TB, pattern string) []string {
 
 const startedPattern = `msg="inboxd started".* smtp=(\S+) http=(\S+)`
 
-type server struct {
-	smtp, http string
+// running is a server started in-process by startServer.
+type running struct {
+	smtp, http string // the bound addresses
+	srv        *server
 	stdout     *syncBuffer
 	stderr     *syncBuffer
-	stop       func() error
+	stop       func() error // Run's result; later calls return it again
 }
 
-// startServer runs run() in-process on free ports and waits for its
-// startup line.
-func startServer(t testing.TB, data string, extra ...string) *server {
+// startServer builds a server on free ports with newServer and runs it;
+// the addresses come from the server itself.
+func startServer(t testing.TB, data string, extra ...string) *running {
 	t.Helper()
+	stdout, stderr := newSyncBuffer(""), newSyncBuffer("")
+	args := append([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
+	c, log, err := serveConfig(args, func(string) string { return "" }, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newServer(context.Background(), c, log, stdout)
+	if err != nil {
+		t.Fatalf("newServer: %v\n%s", err, stderr.String())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := newSyncBuffer(""), newSyncBuffer(startedPattern)
-	args := append([]string{"serve", "--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
-	// done is closed once run has returned runErr, so that both a failed
-	// start and the cleanup can read it.
 	done := make(chan struct{})
 	var runErr error
-	go func() { defer close(done); runErr = run(ctx, args, func(string) string { return "" }, stdout, stderr) }()
-	s := &server{stdout: stdout, stderr: stderr}
-	s.stop = func() error {
-		cancel()
-		<-done
+	go func() { defer close(done); runErr = srv.Run(ctx) }()
+	r := &running{smtp: srv.SMTPAddr(), http: srv.HTTPAddr(), srv: srv, stdout: stdout, stderr: stderr}
+	var once sync.Once
+	r.stop = func() error {
+		once.Do(func() {
+			cancel()
+			<-done
+			if err := srv.Close(); err != nil && runErr == nil {
+				runErr = err
+			}
+		})
 		return runErr
 	}
-	t.Cleanup(func() { s.stop() })
-	select {
-	case m := <-stderr.found:
-		s.smtp, s.http = m[1], m[2]
-	case <-done:
-		t.Fatalf("run exited: %v\n%s", runErr, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server did not start:\n%s", stderr.String())
-	}
-	return s
+	t.Cleanup(func() { r.stop() })
+	return r
 }
 
 func sendMail(addr, from string, to []string, body string) error {
@@ -795,11 +801,8 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 // API's, and shuts down with the server.
 func TestDebugAddrServesPprof(t *testing.T) {
 	s := startServer(t, t.TempDir(), "--debug-addr", "127.0.0.1:0")
-	m := regexp.MustCompile(`msg=pprof addr=(\S+)`).FindStringSubmatch(s.stderr.String())
-	if m == nil {
-		t.Fatalf("no pprof address logged:\n%s", s.stderr.String())
-	}
-	resp, err := http.Get("http://" + m[1] + "/debug/pprof/")
+	debug := s.srv.DebugAddr()
+	resp, err := http.Get("http://" + debug + "/debug/pprof/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -819,7 +822,7 @@ func TestDebugAddrServesPprof(t *testing.T) {
 	if err := s.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	if _, err := http.Get("http://" + m[1] + "/debug/pprof/"); err == nil {
+	if _, err := http.Get("http://" + debug + "/debug/pprof/"); err == nil {
 		t.Error("the debug listener still answers after shutdown")
 	}
 }

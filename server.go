@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/inboxd/inboxd/api"
+	"github.com/inboxd/inboxd/outbound"
+	"github.com/inboxd/inboxd/smtp"
+	"github.com/inboxd/inboxd/spool"
+	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/webhook"
+)
+
+// server is `inboxd serve`: newServer checks the configuration, binds the
+// listeners and opens the database; Run serves until its context ends and
+// then shuts down gracefully; Close releases what newServer took. Tests
+// read the bound addresses from it.
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	project string
+
+	unlock  func()
+	smtpLn  net.Listener
+	httpLn  net.Listener
+	debugLn net.Listener // nil without --debug-addr
+
+	db     *store.DB
+	smtp   *smtp.Server
+	http   *http.Server
+	debug  *http.Server // nil without --debug-addr
+	worker *outbound.Worker
+	hooks  *webhook.Worker
+	// draining is closed at the first signal: /readyz answers 503 and
+	// long-polls answer at once, while requests in flight finish.
+	draining chan struct{}
+}
+
+// SMTPAddr, HTTPAddr and DebugAddr are the addresses actually bound.
+func (s *server) SMTPAddr() string { return s.smtpLn.Addr().String() }
+func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
+func (s *server) DebugAddr() string {
+	if s.debugLn == nil {
+		return ""
+	}
+	return s.debugLn.Addr().String()
+}
+
+// newServer builds the server of c. Every flag and file is checked
+// before anything is created, so a first start that fails leaves no data
+// directory behind; the first start prints the welcome to stdout. On
+// error, what was already taken is released.
+func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer) (_ *server, err error) {
+	s := &server{cfg: c, log: log, draining: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	var tlsConfig *tls.Config
+	switch {
+	case c.TLSCert != "":
+		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case c.SMTPTLSSelfSigned:
+		if tlsConfig, err = smtp.SelfSignedTLS(c.Hostname); err != nil {
+			return nil, err
+		}
+	}
+	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
+	if c.Outbound == outbound.ModeRelay {
+		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
+			return nil, err
+		}
+	}
+	if c.RelayMessageIDPattern != "" {
+		if workerCfg.MessageIDPattern, err = regexp.Compile(c.RelayMessageIDPattern); err != nil || workerCfg.MessageIDPattern.NumSubexp() != 1 {
+			return nil, fmt.Errorf("--relay-message-id-pattern must be a regexp with one group: %v", err)
+		}
+	}
+
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if s.unlock, err = lockDataDir(c.Data); err != nil {
+		return nil, err
+	}
+	// Listening before the database is opened: a start that fails on a
+	// busy port must not bootstrap the database, or the admin key of the
+	// next (first successful) start would never be written or printed.
+	if s.smtpLn, err = net.Listen("tcp", c.SMTPAddr); err != nil {
+		return nil, fmt.Errorf("smtp listen: %w", err)
+	}
+	if s.httpLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	if c.DebugAddr != "" {
+		if s.debugLn, err = net.Listen("tcp", c.DebugAddr); err != nil {
+			return nil, fmt.Errorf("debug listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	deferredWait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "inboxd_deferred_wait_seconds",
+		Help:    "How long inbound messages waited in the deferred parent lookup before they were stored.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900},
+	})
+	duplicates := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "inboxd_duplicates_total",
+		Help: "Duplicate deliveries (same Message-ID, same bytes) answered without storing them again.",
+	})
+	reg.MustRegister(deferredWait, duplicates)
+	if s.db, err = store.Open(ctx, store.Options{
+		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
+		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
+		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
+	}); err != nil {
+		return nil, err
+	}
+	db := s.db
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "inboxd_deferred_messages",
+		Help: "Inbound messages waiting in the deferred parent lookup.",
+	}, func() float64 {
+		n, _, err := db.DeferredCount(context.Background())
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
+
+	boot, created, err := db.Bootstrap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	project, err := db.DefaultProject(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.project = project.ID
+	if created {
+		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
+			return nil, err
+		}
+		printWelcome(stdout, c.Data, boot, s.SMTPAddr(), s.HTTPAddr())
+	}
+
+	s.worker = outbound.NewWorker(db, workerCfg)
+	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize,
+		RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil})
+	// A message over 1 MiB is received into a file and stored in chunks,
+	// so even 25 MB ones cost a few megabytes of memory.
+	sp, err := spool.New(filepath.Join(c.Data, "spool"), 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	s.smtp = smtp.NewServer(smtp.Config{
+		Spool:            sp,
+		Submitter:        sender,
+		Hostname:         c.Hostname,
+		MaxMessageBytes:  c.MaxMessageSize,
+		MaxRecipients:    c.MaxRecipients,
+		MaxSessions:      c.MaxSessions,
+		MaxSessionsPerIP: c.SMTPMaxSessionsPerIP,
+		CommandTimeout:   c.SMTPCommandTimeout,
+		SessionTimeout:   c.SMTPSessionTimeout,
+		TLS:              tlsConfig,
+		AuthInsecure:     c.SMTPAuthInsecure,
+		AuthAcceptAny:    c.SMTPAuthAcceptAny,
+		Accept:           c.Accept,
+		Domains:          c.Domains,
+		Logger:           log,
+	}, db)
+	s.hooks = webhook.NewWorker(db, webhook.WorkerConfig{
+		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + version,
+		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
+	})
+	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, Sender: sender,
+		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout}
+	if c.WebhookDenyPrivate {
+		apiCfg.CheckWebhookURL = webhook.CheckURL
+	}
+	handler, err := api.New(ctx, db, apiCfg)
+	if err != nil {
+		return nil, err
+	}
+	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
+	// has its own bound (api.Config.BodyTimeout).
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// Run serves until ctx ends or a part fails, then shuts down (SPEC §13):
+// both transports stop accepting and drain side by side, the delivery
+// workers stop (what they have not delivered stays queued), and the
+// writer stops last, after SMTP has answered every transaction in flight.
+func (s *server) Run(ctx context.Context) error {
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); s.db.Run(writerCtx) }()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 5)
+	start := func(name string, fn func() error) {
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	start("outbound", func() error { return s.worker.Run(workerCtx) })
+	start("webhook", func() error { return s.hooks.Run(workerCtx) })
+	start("smtp", func() error { return s.smtp.Serve(s.smtpLn) })
+	start("http", func() error { return serveHTTP(s.http, s.httpLn) })
+	if s.debug != nil {
+		start("debug", func() error { return serveHTTP(s.debug, s.debugLn) })
+		s.log.Info("pprof", "addr", s.DebugAddr())
+	}
+	s.log.Info("inboxd started", "version", version, "smtp", s.SMTPAddr(), "http", s.HTTPAddr(),
+		"data", s.cfg.Data, "project", s.project)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down")
+	case runErr = <-errc:
+		s.log.Error("shutting down after failure", "err", runErr)
+	}
+	close(s.draining)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	var transports sync.WaitGroup
+	transports.Go(func() {
+		if err := s.smtp.Shutdown(shutdownCtx); err != nil {
+			s.log.Warn("smtp shutdown: closing sessions still open", "err", err)
+			s.smtp.Close()
+		}
+	})
+	transports.Go(func() {
+		if err := s.http.Shutdown(shutdownCtx); err != nil {
+			s.log.Warn("http shutdown: closing connections still open", "err", err)
+			s.http.Close()
+		}
+	})
+	transports.Wait()
+	if s.debug != nil {
+		s.debug.Close()
+	}
+	stopWorker()
+	wg.Wait()
+	stopWriter()
+	<-writerDone
+	s.log.Info("stopped")
+	return runErr
+}
+
+func serveHTTP(srv *http.Server, l net.Listener) error {
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close releases what newServer took, the database before the lock (a
+// second server must not open it before it is closed), and returns the
+// first error. After Run it only closes what is left; it may be called on
+// a server newServer gave up on halfway.
+func (s *server) Close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, net.ErrClosed) && first == nil {
+			first = err
+		}
+	}
+	for _, l := range []net.Listener{s.debugLn, s.httpLn, s.smtpLn} {
+		if l != nil {
+			keep(l.Close())
+		}
+	}
+	if s.db != nil {
+		keep(s.db.Close())
+	}
+	if s.unlock != nil {
+		s.unlock()
+	}
+	return first
+}
