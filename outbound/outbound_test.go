@@ -153,7 +153,7 @@ type env struct {
 	stop   func()
 }
 
-func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
+func newEnv(t *testing.T, mode string, relay Relay, pattern string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true,
