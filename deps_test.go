@@ -26,7 +26,7 @@ var allowedDeps = map[string][]string{
 	"smtp":     {"message", "thread", "store", "spool"},
 	"outbound": {"message", "thread", "store"}, // the relay is the Relay it declares
 	"webhook":  {"message", "thread", "store"},
-	"api":      {"message", "thread", "store", "outbound"},
+	"api":      {"message", "thread", "store", "outbound", "webhook"},
 	"mcp":      {"message", "thread", "store", "api"},
 	"web":      {},
 	"corpus":   {"message", "thread"},
