@@ -54,8 +54,15 @@ type WorkerConfig struct {
 	// ("%s@email.amazonses.com"), "%s" by default.
 	MessageIDPattern *regexp.Regexp
 	MessageIDFormat  string
-	Now              func() time.Time
-	Logger           *slog.Logger
+	// Now is the worker's clock (time.Now when nil); retry decisions and
+	// the waits for them use it. It must agree with the store's clock,
+	// which decides what is due.
+	Now func() time.Time
+	// Jitter returns a number in [0, 1); a retry's delay is scaled by
+	// 0.9 + 0.2×Jitter() (SPEC §6's ±10%). It is called only from Run's
+	// goroutine; a random source of the worker's own when nil.
+	Jitter func() float64
+	Logger *slog.Logger
 }
 
 // Worker drains the durable delivery queue.
@@ -71,6 +78,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())).Float64
 	}
 	if cfg.MaxRetryAge == 0 {
 		cfg.MaxRetryAge = MaxRetryAge
@@ -209,7 +219,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
 func (w *Worker) retry(c store.Claimed, now time.Time, code int, text string) store.DeliveryResult {
 	s := w.cfg.RetrySchedule
 	delay := s[min(c.Attempts-1, len(s)-1)]
-	delay += time.Duration((rand.Float64()*0.2 - 0.1) * float64(delay))
+	delay += time.Duration((w.cfg.Jitter()*0.2 - 0.1) * float64(delay))
 	next := now.Add(delay)
 	if next.Sub(c.FirstAttemptAt) > w.cfg.MaxRetryAge {
 		return store.DeliveryResult{ID: c.ID, Status: store.StatusFailed, Code: code, Message: text}
