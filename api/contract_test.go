@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/webhook"
 )
 
 // execAside runs SQL on the database file through a connection of its
@@ -214,7 +215,7 @@ func TestProjectListsPage(t *testing.T) {
 		if _, _, err := e.db.CreateKey(ctx, e.boot.ProjectID, "k", []string{"inboxes:read"}, inboxes); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.db.CreateWebhookEndpoint(ctx, e.boot.ProjectID, store.NewWebhookEndpoint{URL: "https://example.com/", InboxIDs: inboxes}); err != nil {
+		if _, _, err := e.db.CreateWebhookEndpoint(ctx, e.boot.ProjectID, store.NewWebhookEndpoint{URL: "https://example.com/", InboxIDs: inboxes, Secret: webhook.NewSecret()}); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Advance(time.Millisecond)

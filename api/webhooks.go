@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/webhook"
 )
 
 // The webhook objects of SPEC §9. The secret appears only in the answers
@@ -143,7 +144,7 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 		}
 	}
 	if in.Secret != nil {
-		if _, err := store.WebhookSecretKey(*in.Secret); err != nil {
+		if err := webhook.ValidateSecret(*in.Secret); err != nil {
 			return badRequest("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
 		}
 	}
@@ -209,6 +210,8 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 	}
 	if in.Secret != nil {
 		ne.Secret = *in.Secret
+	} else {
+		ne.Secret = webhook.NewSecret()
 	}
 	ep, secret, err := s.db.CreateWebhookEndpoint(r.Context(), k.ProjectID, ne)
 	if errors.Is(err, store.ErrNotFound) {
@@ -305,7 +308,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	secret := ""
+	secret := webhook.NewSecret()
 	if in.Secret != nil {
 		if err := s.validateWebhookInput(r, &webhookInput{Secret: in.Secret}, nil); err != nil {
 			s.writeError(w, r, err)

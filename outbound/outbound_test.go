@@ -150,13 +150,14 @@ type env struct {
 	boot   store.Bootstrapped
 	svc    *Service
 	worker *Worker
-	stop   func()
 }
 
-func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
+// openStore opens and bootstraps a database on the clock now (time.Now
+// when nil) and runs its writer until the test ends.
+func openStore(t *testing.T, now func() time.Time) (*store.DB, store.Bootstrapped) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true,
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +166,16 @@ func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); db.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-ran; db.Close() })
+	return db, boot
+}
+
+func newEnv(t *testing.T, mode string, relay Relay, pattern string) *env {
+	t.Helper()
+	db, boot := openStore(t, nil)
 	cfg := WorkerConfig{Relay: relay, RetrySchedule: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if pattern != "" {
@@ -172,15 +183,11 @@ func newEnv(t *testing.T, mode string, relay *smtp.Relay, pattern string) *env {
 		cfg.MessageIDFormat = "%s@email.amazonses.com"
 	}
 	w := NewWorker(db, cfg)
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { db.Run(runCtx) })
-	wg.Go(func() { w.Run(runCtx) })
-	e := &env{db: db, boot: boot, svc: NewService(db, Config{Mode: mode, MaxRecipients: 100, RelayRewritesMessageIDs: pattern != ""}), worker: w}
-	var once sync.Once
-	e.stop = func() { once.Do(func() { cancel(); wg.Wait(); db.Close() }) }
-	t.Cleanup(e.stop)
-	return e
+	runCtx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); w.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-ran }) // before openStore's: the worker stops before the database closes
+	return &env{db: db, boot: boot, svc: NewService(db, Config{Mode: mode, MaxRecipients: 100, RelayRewritesMessageIDs: pattern != ""}), worker: w}
 }
 
 func (e *env) send(t *testing.T, r Request) store.SendResult {
@@ -603,5 +610,68 @@ func TestAcceptAnyKeepsSubmission(t *testing.T) {
 	var se *gosmtp.SMTPError
 	if !errors.As(err, &se) || se.Code != 550 {
 		t.Fatalf("no grant: %v", err)
+	}
+}
+
+// Each temporary answer defers the recipient by the schedule's next delay
+// (the last one repeating) scaled by the injected jitter, counted on the
+// injected clock, until the retry window closes and the recipient fails.
+// The worker's rounds are run by hand as the clock reaches each retry.
+func TestRetryScheduleWithJitter(t *testing.T) {
+	r := startRelay(t)
+	r.rcptCode["bob@example.com"] = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ctx := context.Background()
+	db, boot := openStore(t, clock)
+	relay := relayFor(t, r)
+	t.Cleanup(func() { relay.Close() })
+
+	steps := []struct {
+		jitter float64
+		delay  time.Duration // schedule delay before jitter; 0: fails
+	}{
+		{0, time.Minute},        // ×0.9
+		{0.75, 5 * time.Minute}, // ×1.05
+		{0.5, 15 * time.Minute}, // ×1.0
+		{0, 15 * time.Minute},   // the last delay repeats; 34m39s after the first attempt
+		{0.999, 0},              // 15m×1.0998 would end past MaxRetryAge: failed
+	}
+	attempts := 0
+	w := NewWorker(db, WorkerConfig{Relay: relay, Now: clock, MaxRetryAge: 40 * time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute},
+		Jitter:        func() float64 { attempts++; return steps[min(attempts, len(steps))-1].jitter }})
+	e := &env{db: db, boot: boot, svc: NewService(db, Config{Mode: ModeRelay, Now: clock})}
+	res := e.send(t, Request{To: []message.Address{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
+
+	for i, s := range steps {
+		at, ok, err := db.NextDeliveryAt(ctx)
+		if err != nil || !ok {
+			t.Fatalf("attempt %d: nothing due (%v)", i+1, err)
+		}
+		mu.Lock()
+		now = at
+		mu.Unlock()
+		if err := w.runOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if attempts != i+1 {
+			t.Fatalf("attempt %d drew the jitter %d times in all", i+1, attempts)
+		}
+		d, _ := db.DeliveriesOf(ctx, []string{res.MessageID})
+		got := d[res.MessageID][0]
+		next, pending, _ := db.NextDeliveryAt(ctx)
+		if s.delay == 0 {
+			if got.Status != store.StatusFailed || pending {
+				t.Fatalf("attempt %d: %s, next attempt %v (%v); want failed", i+1, got.Status, next, pending)
+			}
+			continue
+		}
+		want := at.Add(time.Duration(float64(s.delay) * (0.9 + 0.2*s.jitter)))
+		if got.Status != store.StatusDeferred || *got.Code != 452 || *got.Message != "4.2.2 mailbox full" ||
+			!pending || next.Sub(want).Abs() >= time.Millisecond { // the store keeps milliseconds
+			t.Fatalf("attempt %d at %v: %s %v %v, next attempt %v; want deferred until %v", i+1, at, got.Status, *got.Code, *got.Message, next, want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -27,9 +26,27 @@ const MaxRetryAge = 72 * time.Hour
 // worker that dies mid-attempt leaves it due again after this.
 const claimLease = 10 * time.Minute
 
+// Relay hands mail to the smarthost of --outbound relay (smtp.Relay is the
+// real one). The worker calls it from one goroutine at a time.
+//
+// Send submits raw from `from` to rcpts and returns exactly one reply per
+// recipient, in rcpts' order: 2xx is accepted, 4xx or Code 0 (no answer:
+// the relay was unreachable or the connection broke) is retried, anything
+// else bounces. Send never fails as a whole; every failure is some
+// recipient's reply. When the relay accepted the data, dataText is its
+// final 250 text (where SES-style relays put the Message-ID they
+// assigned), otherwise "".
+//
+// Close releases what Send keeps between calls (a pooled connection); the
+// worker calls it once, when Run stops, and Send is not called after it.
+type Relay interface {
+	Send(ctx context.Context, from string, rcpts []string, raw []byte) (replies []store.RelayReply, dataText string)
+	Close() error
+}
+
 // WorkerConfig configures the delivery worker.
 type WorkerConfig struct {
-	Relay         *smtp.Relay // nil unless --outbound relay
+	Relay         Relay // nil unless --outbound relay
 	RetrySchedule []time.Duration
 	MaxRetryAge   time.Duration // MaxRetryAge when zero
 	// MessageIDPattern extracts a relay-assigned Message-ID from its 250
@@ -37,8 +54,15 @@ type WorkerConfig struct {
 	// ("%s@email.amazonses.com"), "%s" by default.
 	MessageIDPattern *regexp.Regexp
 	MessageIDFormat  string
-	Now              func() time.Time
-	Logger           *slog.Logger
+	// Now is the worker's clock (time.Now when nil); retry decisions and
+	// the waits for them use it. It must agree with the store's clock,
+	// which decides what is due.
+	Now func() time.Time
+	// Jitter returns a number in [0, 1); a retry's delay is scaled by
+	// 0.9 + 0.2×Jitter() (SPEC §6's ±10%). It is called only from Run's
+	// goroutine; a random source of the worker's own when nil.
+	Jitter func() float64
+	Logger *slog.Logger
 }
 
 // Worker drains the durable delivery queue.
@@ -54,6 +78,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())).Float64
 	}
 	if cfg.MaxRetryAge == 0 {
 		cfg.MaxRetryAge = MaxRetryAge
@@ -162,7 +189,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
 		case a.Code/100 == 2:
 			accepted = true
 			results = append(results, store.DeliveryResult{ID: c.ID, Status: store.StatusSent, Code: a.Code, Message: a.Message})
-		case a.Temporary():
+		case a.Code == 0 || a.Code/100 == 4: // no answer at all, or a temporary one
 			results = append(results, w.retry(c, now, a.Code, a.Message))
 		default:
 			results = append(results, store.DeliveryResult{ID: c.ID, Status: store.StatusBounced, Code: a.Code, Message: a.Message})
@@ -192,7 +219,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
 func (w *Worker) retry(c store.Claimed, now time.Time, code int, text string) store.DeliveryResult {
 	s := w.cfg.RetrySchedule
 	delay := s[min(c.Attempts-1, len(s)-1)]
-	delay += time.Duration((rand.Float64()*0.2 - 0.1) * float64(delay))
+	delay += time.Duration((w.cfg.Jitter()*0.2 - 0.1) * float64(delay))
 	next := now.Add(delay)
 	if next.Sub(c.FirstAttemptAt) > w.cfg.MaxRetryAge {
 		return store.DeliveryResult{ID: c.ID, Status: store.StatusFailed, Code: code, Message: text}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
+
+	"github.com/inboxd/inboxd/store"
 )
 
 // RelayConfig configures the smarthost client (SPEC §6).
@@ -69,20 +71,11 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	return &Relay{cfg: cfg, u: u, tls: tc}, nil
 }
 
-// RcptResult is the relay's answer for one recipient.
-type RcptResult struct {
-	Code    int    // 0 when the connection failed before an answer
-	Message string // the reply text, or the connection error
-}
-
-// Temporary reports whether the attempt should be retried (4xx or no
-// answer at all).
-func (r RcptResult) Temporary() bool { return r.Code == 0 || r.Code/100 == 4 }
-
-// Send submits raw from `from` to rcpts. It returns one result per
+// Send submits raw from `from` to rcpts. It returns one reply per
 // recipient and, when the relay accepted the data, its final 250 text
-// (where SES-style relays put the Message-ID they assigned).
-func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byte) ([]RcptResult, string) {
+// (where SES-style relays put the Message-ID they assigned); it is
+// outbound.Relay's Send.
+func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byte) ([]store.RelayReply, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	results, text, err := r.send(from, rcpts, raw)
@@ -95,15 +88,15 @@ func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byt
 		}
 		for i := range results {
 			if results[i].Code == 0 || results[i].Code/100 == 2 {
-				results[i] = RcptResult{Code: 0, Message: err.Error()}
+				results[i] = store.RelayReply{Code: 0, Message: err.Error()}
 			}
 		}
 	}
 	return results, text
 }
 
-func (r *Relay) send(from string, rcpts []string, raw []byte) ([]RcptResult, string, error) {
-	results := make([]RcptResult, len(rcpts))
+func (r *Relay) send(from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
+	results := make([]store.RelayReply, len(rcpts))
 	c, err := r.conn()
 	if err != nil {
 		return results, "", err
@@ -125,10 +118,10 @@ func (r *Relay) send(from string, rcpts []string, raw []byte) ([]RcptResult, str
 			if !errors.As(err, &se) {
 				return results, "", err
 			}
-			results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+			results[i] = store.RelayReply{Code: se.Code, Message: smtpText(se)}
 			continue
 		}
-		results[i] = RcptResult{Code: 250, Message: "accepted"}
+		results[i] = store.RelayReply{Code: 250, Message: "accepted"}
 		accepted++
 	}
 	if accepted == 0 {
@@ -154,26 +147,26 @@ func (r *Relay) send(from string, rcpts []string, raw []byte) ([]RcptResult, str
 }
 
 // fail answers every recipient with the relay's reply to MAIL FROM.
-func fail(results []RcptResult, err error) ([]RcptResult, string, error) {
+func fail(results []store.RelayReply, err error) ([]store.RelayReply, string, error) {
 	var se *gosmtp.SMTPError
 	if !errors.As(err, &se) {
 		return results, "", err
 	}
 	for i := range results {
-		results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+		results[i] = store.RelayReply{Code: se.Code, Message: smtpText(se)}
 	}
 	return results, "", nil
 }
 
 // failAccepted answers the accepted recipients with the reply to DATA.
-func failAccepted(results []RcptResult, err error) ([]RcptResult, string, error) {
+func failAccepted(results []store.RelayReply, err error) ([]store.RelayReply, string, error) {
 	var se *gosmtp.SMTPError
 	if !errors.As(err, &se) {
 		return results, "", err
 	}
 	for i := range results {
 		if results[i].Code == 250 {
-			results[i] = RcptResult{Code: se.Code, Message: smtpText(se)}
+			results[i] = store.RelayReply{Code: se.Code, Message: smtpText(se)}
 		}
 	}
 	return results, "", nil

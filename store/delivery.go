@@ -185,6 +185,16 @@ type DeliveryResult struct {
 	NextAttempt time.Time // for deferred
 }
 
+// RelayReply is the smarthost's answer for one recipient, what a delivery
+// records as smtp_code and smtp_message. It is defined here, beside the
+// rows it fills, so that the relay client (smtp) and the worker that
+// declares the relay it needs (outbound.Relay) share it without importing
+// each other.
+type RelayReply struct {
+	Code    int    // 0 when no answer came (the connection failed first)
+	Message string // the reply text, or the connection error
+}
+
 // RecordDeliveries stores attempt outcomes and the messages' states.
 func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) error {
 	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveries(ctx, tx, results) })

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,32 +18,15 @@ const (
 	WebhookFailed    = "failed"
 )
 
-// WebhookSecretPrefix starts every Standard Webhooks secret.
-const WebhookSecretPrefix = "whsec_"
-
 // SecretOverlap is how long a rotated-out secret keeps signing (SPEC §9).
 const SecretOverlap = 24 * time.Hour
 
 // ErrDelivered is returned when a delivered webhook delivery is retried.
 var ErrDelivered = errors.New("webhook delivery already delivered")
 
-// ErrBadSecret is returned for a supplied secret that is not whsec_ +
-// base64 of 24–64 bytes.
-var ErrBadSecret = errors.New("webhook secret must be whsec_ followed by the base64 of 24 to 64 bytes")
-
-// WebhookSecretKey returns the HMAC key of a whsec_ secret (SPEC §9: the
-// base64-decoded part after the prefix), or ErrBadSecret.
-func WebhookSecretKey(secret string) ([]byte, error) {
-	b64, ok := strings.CutPrefix(secret, WebhookSecretPrefix)
-	if !ok {
-		return nil, ErrBadSecret
-	}
-	key, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(key) < 24 || len(key) > 64 {
-		return nil, ErrBadSecret
-	}
-	return key, nil
-}
+// errNoSecret is a caller that forgot the secret: an endpoint without one
+// could never be signed for.
+var errNoSecret = errors.New("no webhook secret")
 
 // WebhookEndpoint is a registered receiver, never with its secret.
 type WebhookEndpoint struct {
@@ -65,7 +47,7 @@ type NewWebhookEndpoint struct {
 	EventTypes  []string
 	InboxIDs    []string // nil = every inbox
 	Description string
-	Secret      string // "" = generate one
+	Secret      string // the signing secret, required (webhook owns its format)
 	Disabled    bool   // created disabled: no deliveries are queued for it until enabled
 }
 
@@ -77,13 +59,6 @@ type WebhookEndpointPatch struct {
 	InboxIDs    []string // nil = every inbox
 	Enabled     *bool
 	Description *string
-}
-
-// newWebhookSecret is whsec_ + base64 of 32 bytes of the store's source.
-func (db *DB) newWebhookSecret() string {
-	p := make([]byte, 32)
-	db.readRand(p)
-	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(p)
 }
 
 func stringsJSON(l []string) string {
@@ -103,13 +78,11 @@ func stringsJSONOrNull(l []string) any {
 
 // CreateWebhookEndpoint registers an endpoint and returns it with its
 // secret, the only time the secret leaves the store. An inbox outside the
-// project is ErrNotFound, a bad supplied secret ErrBadSecret.
+// project is ErrNotFound.
 func (db *DB) CreateWebhookEndpoint(ctx context.Context, projectID string, in NewWebhookEndpoint) (WebhookEndpoint, string, error) {
 	secret := in.Secret
 	if secret == "" {
-		secret = db.newWebhookSecret()
-	} else if _, err := WebhookSecretKey(secret); err != nil {
-		return WebhookEndpoint{}, "", err
+		return WebhookEndpoint{}, "", fmt.Errorf("create webhook endpoint: %w", errNoSecret)
 	}
 	now := db.now().UTC().Truncate(time.Millisecond)
 	ep := WebhookEndpoint{
@@ -272,14 +245,12 @@ func (db *DB) DeleteWebhookEndpoint(ctx context.Context, projectID, id string) e
 	})
 }
 
-// RotateWebhookSecret replaces an endpoint's secret (secret "" generates
-// one) and returns the new one. The old secret keeps signing for
-// SecretOverlap, so receivers can switch without losing a delivery.
+// RotateWebhookSecret replaces an endpoint's secret with secret and
+// returns it. The old secret keeps signing for SecretOverlap, so receivers
+// can switch without losing a delivery.
 func (db *DB) RotateWebhookSecret(ctx context.Context, projectID, id, secret string) (WebhookEndpoint, string, error) {
 	if secret == "" {
-		secret = db.newWebhookSecret()
-	} else if _, err := WebhookSecretKey(secret); err != nil {
-		return WebhookEndpoint{}, "", err
+		return WebhookEndpoint{}, "", fmt.Errorf("rotate webhook secret: %w", errNoSecret)
 	}
 	var ep WebhookEndpoint
 	err := db.tx(ctx, func(tx *sql.Tx) error {

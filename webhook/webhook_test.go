@@ -132,8 +132,12 @@ func (e *env) start(cfg WorkerConfig) {
 	})
 }
 
+// endpoint registers u, with a new secret when secret is "".
 func (e *env) endpoint(u, secret string) store.WebhookEndpoint {
 	e.t.Helper()
+	if secret == "" {
+		secret = NewSecret()
+	}
 	ep, _, err := e.db.CreateWebhookEndpoint(context.Background(), e.boot.ProjectID, store.NewWebhookEndpoint{URL: u, Secret: secret})
 	if err != nil {
 		e.t.Fatal(err)
@@ -354,9 +358,16 @@ func TestSignMatchesLibrary(t *testing.T) {
 	if !strings.HasPrefix(s, "whsec_") || len(key) != 32 || s == NewSecret() {
 		t.Errorf("NewSecret = %q", s)
 	}
-	for _, bad := range []string{"", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_%%%", "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 16))} {
-		if ValidateSecret(bad) == nil {
-			t.Errorf("ValidateSecret(%q) accepted", bad)
+	for _, bad := range []string{"", "secret", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_%%%", "whsec_!!!",
+		"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 16)), "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 23)),
+		"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 65))} {
+		if err := ValidateSecret(bad); !errors.Is(err, ErrBadSecret) {
+			t.Errorf("ValidateSecret(%q) = %v, want ErrBadSecret", bad, err)
+		}
+	}
+	for _, n := range []int{24, 64} {
+		if s := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, n)); ValidateSecret(s) != nil {
+			t.Errorf("ValidateSecret(%q) refused %d bytes", s, n)
 		}
 	}
 }
@@ -392,7 +403,7 @@ func TestDeliveryVerifiesWithLibrary(t *testing.T) {
 	e.waitFor("delivered", func() bool { return e.statuses(ep.ID)[store.WebhookDelivered] == 1 })
 
 	// Rotation: both secrets sign for 24 hours.
-	_, newSecret, err := e.db.RotateWebhookSecret(context.Background(), e.boot.ProjectID, ep.ID, "")
+	_, newSecret, err := e.db.RotateWebhookSecret(context.Background(), e.boot.ProjectID, ep.ID, NewSecret())
 	if err != nil {
 		t.Fatal(err)
 	}
