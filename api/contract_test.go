@@ -18,7 +18,9 @@ import (
 // own, as another program (an earlier version, sqlite3) would.
 func (e *env) execAside(query string, args ...any) {
 	e.t.Helper()
-	db, err := sql.Open("sqlite", e.dbPath)
+	// The server's writer (a search indexing pass, say) may hold the
+	// lock for a moment: wait for it rather than fail.
+	db, err := sql.Open("sqlite", e.dbPath+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		e.t.Fatal(err)
 	}

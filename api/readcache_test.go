@@ -41,7 +41,7 @@ func TestReadCacheFollowsTheDatabase(t *testing.T) {
 
 	// Another process commits (the CLI, or sqlite3 on the file): the first
 	// message is deleted behind the server's back.
-	other, err := sql.Open("sqlite", e.dbPath)
+	other, err := sql.Open("sqlite", e.dbPath+"?_pragma=busy_timeout(10000)") // the writer may hold the lock a moment
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func otherConnection(t *testing.T, db *DB) *sql.DB {
 	if err := db.r.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		t.Fatal(err)
 	}
-	other, err := sql.Open("sqlite", path)
+	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)") // the writer may hold the lock a moment
 	if err != nil {
 		t.Fatal(err)
 	}
