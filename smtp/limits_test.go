@@ -302,3 +302,23 @@ func TestServeAfterShutdown(t *testing.T) {
 		t.Error("the listener still accepts after Shutdown")
 	}
 }
+
+// A second MAIL inside a transaction is refused (RFC 5321 §4.1.1.2); go-smtp
+// would otherwise keep the first MAIL's recipients and let a DATA be
+// acknowledged for mail this session stores nowhere.
+func TestNestedMailRefused(t *testing.T) {
+	e := start(t, Config{}, nil)
+	w := hello(t, e.addr, false)
+	w.cmd("MAIL FROM:<a@example.com>", "250 ")
+	w.cmd("RCPT TO:<inbox@localhost>", "250 ")
+	if reply := w.cmd("MAIL FROM:<evil@x>", "5"); reply != "503 5.5.1 Nested MAIL command" {
+		t.Errorf("nested MAIL: %q", reply)
+	}
+	// The open transaction is unharmed: its DATA stores the message.
+	w.cmd("DATA", "354 ")
+	w.send("Subject: kept\r\n\r\nx\r\n.\r\n")
+	w.expect("250 ")
+	if msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID); len(msgs) != 1 || msgs[0].Subject != "kept" {
+		t.Errorf("stored %+v", msgs)
+	}
+}

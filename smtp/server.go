@@ -196,6 +196,7 @@ type session struct {
 	key *store.Key // the token's key, read at this transaction's MAIL and DATA, when it has messages:send
 
 	external bool // some recipient is outside the gateway (submission)
+	open     bool // MAIL was accepted: a transaction is open until Reset
 	from     string
 	size     int64
 	rcpts    []string
@@ -207,7 +208,7 @@ var _ gosmtp.AuthSession = (*session)(nil)
 // Reset is called by go-smtp after every answered DATA/BDAT, at RSET and
 // at a new EHLO: the transaction, and any data phase, is over.
 func (ss *session) Reset() {
-	ss.from, ss.size, ss.rcpts, ss.targets, ss.external, ss.key = "", 0, nil, nil, false, nil
+	ss.open, ss.from, ss.size, ss.rcpts, ss.targets, ss.external, ss.key = false, "", 0, nil, nil, false, nil
 	ss.lc.endData()
 }
 
@@ -280,7 +281,17 @@ func (ss *session) checkGrant() error {
 	return nil
 }
 
+// errNestedMail answers a MAIL inside an open transaction (RFC 5321
+// §4.1.1.2: the transaction must be ended by DATA or RSET first).
+var errNestedMail = &gosmtp.SMTPError{Code: 503, EnhancedCode: gosmtp.EnhancedCode{5, 5, 1}, Message: "Nested MAIL command"}
+
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
+	if ss.open {
+		// QUIRK: go-smtp accepts a second MAIL and keeps the first one's
+		// recipients, so a DATA after it would be acknowledged for
+		// recipients this session no longer holds: refuse it instead.
+		return errNestedMail
+	}
 	ss.Reset()
 	if ss.lc.refuseDrained() {
 		return errShuttingDown
@@ -288,7 +299,7 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	if err := ss.checkGrant(); err != nil {
 		return ss.s.reply("mail", err)
 	}
-	ss.from = from
+	ss.open, ss.from = true, from
 	if opts != nil {
 		// go-smtp refuses a SIZE= above the limit itself (552 5.3.4).
 		ss.size = opts.Size
@@ -399,6 +410,11 @@ func (ss *session) Data(r io.Reader) error {
 			ss.lc.endData()
 			return err
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The client closed the connection before the end of the
+			// data: not a failure of ours, and nobody is left to answer.
+			return errDataCut
+		}
 		return ss.s.reply("data", err)
 	}
 	if err := ss.checkGrant(); err != nil {
@@ -440,6 +456,12 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 			return err
 		}
 		raw, inMemory = buf.Bytes()
+	}
+	if len(ss.targets) == 0 {
+		// go-smtp let DATA through without a recipient of this session's:
+		// a 250 would acknowledge mail stored nowhere.
+		buf.Close()
+		return errors.New("data without recipients")
 	}
 	received := ss.s.now()
 	_, isTLS := ss.conn.TLSConnectionState()
@@ -572,6 +594,10 @@ func sanitizeTrace(s string) string {
 
 // maxLineLength bounds one line of a command or of DATA.
 const maxLineLength = 1 << 20
+
+// errDataCut answers (for the record: the client is gone) data that ended
+// with the connection instead of CRLF.CRLF.
+var errDataCut = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2}, Message: "Connection lost before the end of the data"}
 
 var errLineTooLong = &gosmtp.SMTPError{
 	Code: 500, EnhancedCode: gosmtp.EnhancedCode{5, 5, 2}, Message: "Line too long",

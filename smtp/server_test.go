@@ -21,10 +21,11 @@ import (
 )
 
 type env struct {
-	db   *store.DB
-	boot store.Bootstrapped
-	addr string
-	srv  *Server
+	db     *store.DB
+	boot   store.Bootstrapped
+	addr   string
+	srv    *Server
+	dbPath string
 }
 
 // failingStore wraps the real store and fails ingests with an error that
@@ -44,7 +45,8 @@ func (f *failingStore) Ingest(ctx context.Context, in *store.Incoming) ([]store.
 func start(t testing.TB, cfg Config, wrap func(*store.DB) Store) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db")})
+	dbPath := filepath.Join(t.TempDir(), "inboxd.db")
+	db, err := store.Open(ctx, store.Options{Path: dbPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func start(t testing.TB, cfg Config, wrap func(*store.DB) Store) *env {
 		<-writerDone
 		db.Close()
 	})
-	return &env{db: db, boot: boot, addr: l.Addr().String(), srv: srv}
+	return &env{db: db, boot: boot, addr: l.Addr().String(), srv: srv, dbPath: dbPath}
 }
 
 func dial(t *testing.T, addr string) *gosmtp.Client { return dialTB(t, addr) }
