@@ -22,6 +22,7 @@ import (
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.uber.org/goleak"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -642,6 +643,9 @@ func TestIdempotentSendSurvivesKill(t *testing.T) {
 // POSTed to a real HTTP receiver, verified by the Standard Webhooks
 // library; then a clean shutdown.
 func TestSMTPToSignedWebhook(t *testing.T) {
+	// Whatever runs now is not the server's; everything the server starts
+	// must be gone once it has stopped.
+	before := goleak.IgnoreCurrent()
 	data := t.TempDir()
 	s := startServer(t, data)
 	c, project, _ := adminAPI(t, data, s.http)
@@ -715,6 +719,10 @@ func TestSMTPToSignedWebhook(t *testing.T) {
 	if err := s.stop(); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
+	// The test's own clients and receiver go too, then nothing may be left.
+	recv.Close()
+	c.http.CloseIdleConnections()
+	goleak.VerifyNone(t, before)
 }
 
 // kill -9 with 1,000 undelivered webhook deliveries queued: after a
