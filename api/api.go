@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/store"
 )
@@ -112,7 +113,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 	r := chi.NewRouter()
 	r.Use(bodyDeadline(cfg.BodyTimeout))
 	r.Use(s.recoverer)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, app.ErrNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethod) })
 
 	r.Get("/healthz", s.healthz)
@@ -124,7 +125,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 		r.Use(s.authenticate)
 		if cfg.RateLimit > 0 {
 			r.Use(httprate.LimitBy(cfg.RateLimit, time.Minute,
-				func(r *http.Request) (string, error) { return keyFrom(r).ID, nil },
+				func(r *http.Request) (string, error) { return callerFrom(r).ID, nil },
 				httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRateLimited) })))
 		}
 		r.Get("/v1/me", s.me)
@@ -175,7 +176,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.draining:
-		s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Message: "The server is shutting down."})
+		s.writeError(w, r, app.Errorf(app.ETemporarilyUnavailable, "The server is shutting down."))
 		return
 	default:
 	}

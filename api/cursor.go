@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/app"
 )
 
 // cursorTTL is how long a list cursor stays valid (SPEC §5.2).
@@ -46,22 +48,22 @@ func (s *Server) encodeCursor(scope cursorScope, key any) (string, error) {
 func (s *Server) decodeCursor(c string, scope cursorScope, key any) error {
 	b64body, b64mac, ok := strings.Cut(c, ".")
 	if !ok {
-		return errInvalidCursor
+		return app.ErrInvalidCursor
 	}
 	body, err1 := base64.RawURLEncoding.DecodeString(b64body)
 	mac, err2 := base64.RawURLEncoding.DecodeString(b64mac)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(body)) {
-		return errInvalidCursor
+		return app.ErrInvalidCursor
 	}
 	var p cursorPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return errInvalidCursor
+		return app.ErrInvalidCursor
 	}
 	if p.cursorScope != scope || s.now().Unix() >= p.Expires {
-		return errInvalidCursor
+		return app.ErrInvalidCursor
 	}
 	if err := json.Unmarshal(p.Key, key); err != nil {
-		return errInvalidCursor
+		return app.ErrInvalidCursor
 	}
 	return nil
 }

@@ -8,16 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
 func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	writeGrantedPage(s, w, r, "inboxes",
 		func(after *store.TimeKey, n int) ([]store.Inbox, error) {
 			return s.db.InboxesAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(ib store.Inbox) bool { return canSee(k, ib.ID) }, inboxObject,
+		func(ib store.Inbox) bool { return k.CanSee(ib.ID) }, inboxObject,
 		func(ib store.Inbox) (time.Time, string) { return ib.CreatedAt, ib.ID })
 }
 
@@ -39,15 +40,15 @@ func validDomain(d string) bool {
 
 func (in *inboxInput) validatePatchable() error {
 	if in.DisplayName != nil && strings.ContainsAny(*in.DisplayName, "\r\n") {
-		return badRequest("display_name", "display_name must not contain line breaks.")
+		return app.Invalidf("display_name", "display_name must not contain line breaks.")
 	}
 	if in.SendPolicy != nil && !slices.Contains(sendPolicies, *in.SendPolicy) {
-		return badRequest("send_policy", "send_policy must be allow, approve_all or approve_external.")
+		return app.Invalidf("send_policy", "send_policy must be allow, approve_all or approve_external.")
 	}
 	if in.AllowedDomains != nil {
 		for _, d := range *in.AllowedDomains {
 			if !validDomain(d) {
-				return badRequest("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
+				return app.Invalidf("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
 			}
 		}
 	}
@@ -63,20 +64,20 @@ func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
 	var address string
 	switch {
 	case in.Address != nil && (in.Username != nil || in.Domain != nil):
-		s.writeError(w, r, badRequest("address", "Give either address or username and domain, not both."))
+		s.writeError(w, r, app.Invalidf("address", "Give either address or username and domain, not both."))
 		return
 	case in.Address != nil:
 		address = *in.Address
 	case in.Username != nil && in.Domain != nil:
 		address = *in.Username + "@" + *in.Domain
 	default:
-		s.writeError(w, r, badRequest("address", "address (or username and domain) is required."))
+		s.writeError(w, r, app.Invalidf("address", "address (or username and domain) is required."))
 		return
 	}
 	a, err := mail.ParseAddress(address)
 	local, domain, ok := strings.Cut(address, "@")
 	if err != nil || a.Address != address || !ok || local == "" || strings.Contains(local, "+") || !validDomain(domain) {
-		s.writeError(w, r, badRequest("address", "address %q is not a valid inbox address (user@domain, no +tag).", address))
+		s.writeError(w, r, app.Invalidf("address", "address %q is not a valid inbox address (user@domain, no +tag).", address))
 		return
 	}
 	env := "live"
@@ -84,7 +85,7 @@ func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
 		env = *in.Environment
 	}
 	if env != "live" && env != "test" {
-		s.writeError(w, r, badRequest("environment", "environment must be live or test."))
+		s.writeError(w, r, app.Invalidf("environment", "environment must be live or test."))
 		return
 	}
 	if err := in.validatePatchable(); err != nil {
@@ -101,9 +102,9 @@ func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
 	if in.AllowedDomains != nil {
 		ni.AllowedDomains = *in.AllowedDomains
 	}
-	ib, err := s.db.CreateInbox(r.Context(), keyFrom(r).ProjectID, ni)
+	ib, err := s.db.CreateInbox(r.Context(), callerFrom(r).ProjectID, ni)
 	if errors.Is(err, store.ErrConflict) {
-		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "An inbox with this address already exists.", Param: "address"})
+		s.writeError(w, r, &app.Error{Code: app.EConflict, Message: "An inbox with this address already exists.", Param: "address"})
 		return
 	}
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *Server) updateInbox(w http.ResponseWriter, r *http.Request) {
 	}
 	for name, set := range map[string]bool{"address": in.Address != nil, "username": in.Username != nil, "domain": in.Domain != nil, "environment": in.Environment != nil} {
 		if set {
-			s.writeError(w, r, badRequest(name, "%s cannot be changed; create a new inbox instead.", name))
+			s.writeError(w, r, app.Invalidf(name, "%s cannot be changed; create a new inbox instead.", name))
 			return
 		}
 	}

@@ -8,24 +8,25 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	writeJSON(w, http.StatusOK, map[string]any{"key_id": k.ID, "project_id": k.ProjectID, "scopes": k.Scopes, "inbox_ids": k.InboxIDs})
 }
 
 // A key with keys:write sees, lists and revokes only the keys its own
-// grant covers (coversKey): any other answers exactly like a key that does
+// grant covers (Caller.Covers): any other answers exactly like a key that does
 // not exist (SPEC §5.1).
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	writeGrantedPage(s, w, r, "keys",
 		func(after *store.TimeKey, n int) ([]store.Key, error) {
 			return s.db.KeysAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(other store.Key) bool { return coversKey(k, other) }, keyObject,
+		func(other store.Key) bool { return k.Covers(other) }, keyObject,
 		func(other store.Key) (time.Time, string) { return other.CreatedAt, other.ID })
 }
 
@@ -43,20 +44,20 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(in.Scopes) == 0 {
-		s.writeError(w, r, badRequest("scopes", "scopes must list at least one scope."))
+		s.writeError(w, r, app.Invalidf("scopes", "scopes must list at least one scope."))
 		return
 	}
 	for _, sc := range in.Scopes {
 		if !slices.Contains(store.AllScopes(), sc) {
-			s.writeError(w, r, badRequest("scopes", "Unknown scope %q.", sc))
+			s.writeError(w, r, app.Invalidf("scopes", "Unknown scope %q.", sc))
 			return
 		}
 	}
-	k := keyFrom(r)
+	k := callerFrom(r)
 	// A key can hand out only what it holds.
 	for _, sc := range in.Scopes {
 		if !k.Has(sc) {
-			s.writeError(w, r, badRequest("scopes", "Cannot grant scope %q: this key does not hold it.", sc))
+			s.writeError(w, r, app.Invalidf("scopes", "Cannot grant scope %q: this key does not hold it.", sc))
 			return
 		}
 	}
@@ -65,19 +66,19 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	case !in.InboxIDs.Set:
 		inboxes = k.InboxIDs // left out: the caller's own inboxes
 	case inboxes == nil && k.InboxIDs != nil:
-		s.writeError(w, r, badRequest("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them."))
 		return
 	}
 	// A restricted key cannot mint a key for inboxes it cannot see.
 	for _, id := range inboxes {
-		if !canSee(k, id) {
-			s.writeError(w, r, badRequest("inbox_ids", "Unknown inbox %q.", id))
+		if !k.CanSee(id) {
+			s.writeError(w, r, app.Invalidf("inbox_ids", "Unknown inbox %q.", id))
 			return
 		}
 	}
 	nk, token, err := s.db.CreateKey(r.Context(), k.ProjectID, in.Name, in.Scopes, inboxes)
 	if errors.Is(err, store.ErrNotFound) {
-		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
 		return
 	}
 	if err != nil {
@@ -91,13 +92,13 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	id := chi.URLParam(r, "key_id")
 	// A key's scopes and inboxes never change: checked here, they still
 	// hold when it is revoked.
 	other, err := s.db.GetKey(r.Context(), k.ProjectID, id)
-	if err == nil && !coversKey(k, other) {
-		err = errNotFound
+	if err == nil && !k.Covers(other) {
+		err = app.ErrNotFound
 	}
 	if err == nil {
 		err = s.db.RevokeKey(r.Context(), k.ProjectID, id)

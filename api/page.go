@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -42,7 +43,7 @@ func writeGrantedPage[R, T any](s *Server, w http.ResponseWriter, r *http.Reques
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: keyFrom(r).ProjectID, List: list}
+	scope := cursorScope{Project: callerFrom(r).ProjectID, List: list}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -144,9 +145,9 @@ func searchParam(r *http.Request) (store.Query, error) {
 	q, err := store.ParseQuery(r.URL.Query().Get("q"))
 	switch {
 	case errors.Is(err, store.ErrQueryNotUTF8):
-		return store.Query{}, badRequest("q", "q must be UTF-8 text.")
+		return store.Query{}, app.Invalidf("q", "q must be UTF-8 text.")
 	case err != nil:
-		return store.Query{}, badRequest("q", "q has an unbalanced double quote.")
+		return store.Query{}, app.Invalidf("q", "q has an unbalanced double quote.")
 	}
 	return q, nil
 }

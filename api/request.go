@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/app"
 )
 
 // decodeJSON reads a JSON body strictly (decodeStrict), at most maxBody
@@ -33,7 +35,7 @@ func decodeStrict(rd io.Reader, v any) error {
 		if errors.As(err, &tooLarge) {
 			return errTooLarge
 		}
-		return badRequest("", "Request body must hold a single JSON value, with nothing after it.")
+		return app.Invalidf("", "Request body must hold a single JSON value, with nothing after it.")
 	}
 	return nil
 }
@@ -53,18 +55,18 @@ func decodeError(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errBodyTimeout
 	case errors.As(err, &syntax):
-		return badRequest("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
+		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
 	case errors.As(err, &typ):
-		return badRequest(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
+		return app.Invalidf(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF):
-		return badRequest("", "Request body must be a JSON object.")
+		return app.Invalidf("", "Request body must be a JSON object.")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("", "Malformed JSON: unexpected end of body.")
+		return app.Invalidf("", "Malformed JSON: unexpected end of body.")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badRequest(field, "Unknown field %q.", field)
+		return app.Invalidf(field, "Unknown field %q.", field)
 	}
-	return badRequest("", "Malformed JSON: %s.", err.Error())
+	return app.Invalidf("", "Malformed JSON: %s.", err.Error())
 }
 
 func jsonType(kind string) string {
@@ -90,7 +92,7 @@ func listLimit(r *http.Request, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 100 {
-		return 0, badRequest("limit", "limit must be an integer from 1 to 100.")
+		return 0, app.Invalidf("limit", "limit must be an integer from 1 to 100.")
 	}
 	return n, nil
 }
@@ -103,7 +105,7 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > 60 {
-		return 0, badRequest("wait", "wait must be an integer number of seconds from 0 to 60.")
+		return 0, app.Invalidf("wait", "wait must be an integer number of seconds from 0 to 60.")
 	}
 	return time.Duration(n) * time.Second, nil
 }
@@ -115,7 +117,7 @@ func intParam(r *http.Request, name string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, badRequest(name, "%s must be a non-negative integer.", name)
+		return 0, app.Invalidf(name, "%s must be a non-negative integer.", name)
 	}
 	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -41,10 +42,10 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) thread(r *http.Request) (store.Inbox, store.Thread, error) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	id := chi.URLParam(r, "inbox_id")
-	if !canSee(k, id) {
-		return store.Inbox{}, store.Thread{}, errNotFound
+	if !k.CanSee(id) {
+		return store.Inbox{}, store.Thread{}, app.ErrNotFound
 	}
 	return s.db.GetInboxThread(r.Context(), k.ProjectID, id, chi.URLParam(r, "thread_id"))
 }
@@ -66,12 +67,12 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	// same project, inbox, thread and parameters; the key's grant is
 	// checked again. Pages asked for with a cursor are not cached: the
 	// cursor's own expiry must be checked at every request.
-	k := keyFrom(r)
+	k := callerFrom(r)
 	inboxID := chi.URLParam(r, "inbox_id")
 	cacheKey := strings.Join([]string{k.ProjectID, inboxID, chi.URLParam(r, "thread_id"), r.URL.RawQuery}, "\x00")
 	wait, waitErr := waitParam(r)
 	cacheable := waitErr == nil && wait == 0 && !r.URL.Query().Has("cursor")
-	if cacheable && canSee(k, inboxID) {
+	if cacheable && k.CanSee(inboxID) {
 		if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok {
 			writeBody(w, http.StatusOK, body)
 			return

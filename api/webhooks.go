@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/webhook"
 )
@@ -117,35 +118,35 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 	if in.URL != nil {
 		u, err := url.Parse(*in.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return badRequest("url", "url must be an absolute http or https URL without credentials.")
+			return app.Invalidf("url", "url must be an absolute http or https URL without credentials.")
 		}
 		if check != nil {
 			if err := check(r.Context(), u); err != nil {
-				return badRequest("url", "url is refused (--webhook-deny-private): %s.", err.Error())
+				return app.Invalidf("url", "url is refused (--webhook-deny-private): %s.", err.Error())
 			}
 		}
 	}
 	if in.EventTypes != nil {
 		for _, t := range *in.EventTypes {
 			if !slices.Contains(store.EventTypes(), t) {
-				return badRequest("event_types", "Unknown event type %q.", t)
+				return app.Invalidf("event_types", "Unknown event type %q.", t)
 			}
 		}
 	}
 	if in.InboxIDs.Set {
-		k := keyFrom(r)
+		k := callerFrom(r)
 		if in.InboxIDs.IDs == nil && k.InboxIDs != nil {
-			return badRequest("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
+			return app.Invalidf("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
 		}
 		for _, id := range in.InboxIDs.IDs {
-			if !canSee(k, id) {
-				return badRequest("inbox_ids", "Unknown inbox %q.", id)
+			if !k.CanSee(id) {
+				return app.Invalidf("inbox_ids", "Unknown inbox %q.", id)
 			}
 		}
 	}
 	if in.Secret != nil {
 		if err := webhook.ValidateSecret(*in.Secret); err != nil {
-			return badRequest("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
+			return app.Invalidf("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
 		}
 	}
 	return nil
@@ -153,24 +154,24 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 
 // canSeeWebhook reports whether an endpoint lies within the key's grant: a
 // key restricted to some inboxes sees only endpoints limited to them.
-func canSeeWebhook(k store.Key, ep store.WebhookEndpoint) bool { return coversInboxes(k, ep.InboxIDs) }
+func canSeeWebhook(k app.Caller, ep store.WebhookEndpoint) bool { return k.CoversInboxes(ep.InboxIDs) }
 
 // webhookEndpoint loads the {webhook_id} of the path within the key's
 // grant; anything outside it is not found.
 func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	ep, err := s.db.GetWebhookEndpoint(r.Context(), k.ProjectID, chi.URLParam(r, "webhook_id"))
 	if err != nil {
 		return store.WebhookEndpoint{}, err
 	}
 	if !canSeeWebhook(k, ep) {
-		return store.WebhookEndpoint{}, errNotFound
+		return store.WebhookEndpoint{}, app.ErrNotFound
 	}
 	return ep, nil
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	writeGrantedPage(s, w, r, "webhooks",
 		func(after *store.TimeKey, n int) ([]store.WebhookEndpoint, error) {
 			return s.db.WebhookEndpointsAfter(r.Context(), k.ProjectID, after, n)
@@ -190,14 +191,14 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 		return
 	}
 	if in.URL == nil {
-		s.writeError(w, r, badRequest("url", "url is required."))
+		s.writeError(w, r, app.Invalidf("url", "url is required."))
 		return
 	}
 	if err := s.validateWebhookInput(r, &in, check); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	k := keyFrom(r)
+	k := callerFrom(r)
 	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: in.InboxIDs.IDs, Disabled: in.Enabled != nil && !*in.Enabled}
 	if !in.InboxIDs.Set && k.InboxIDs != nil {
 		ne.InboxIDs = k.InboxIDs // a restricted key's endpoint covers its grant
@@ -215,7 +216,7 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 	}
 	ep, secret, err := s.db.CreateWebhookEndpoint(r.Context(), k.ProjectID, ne)
 	if errors.Is(err, store.ErrNotFound) {
-		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
 		return
 	}
 	if err != nil {
@@ -250,7 +251,7 @@ func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check
 		return
 	}
 	if in.Secret != nil {
-		s.writeError(w, r, badRequest("secret", "Change the secret with POST …/rotate-secret."))
+		s.writeError(w, r, app.Invalidf("secret", "Change the secret with POST …/rotate-secret."))
 		return
 	}
 	if err := s.validateWebhookInput(r, &in, check); err != nil {
@@ -262,7 +263,7 @@ func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check
 		Enabled: in.Enabled, Description: in.Description,
 	})
 	if errors.Is(err, store.ErrNotFound) && in.InboxIDs.Set {
-		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
 		return
 	}
 	if err != nil {
@@ -372,7 +373,7 @@ func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.db.RetryWebhookDelivery(r.Context(), ep.ProjectID, ep.ID, chi.URLParam(r, "delivery_id"))
 	if errors.Is(err, store.ErrDelivered) {
-		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "This delivery was already delivered."})
+		s.writeError(w, r, app.Errorf(app.EConflict, "This delivery was already delivered."))
 		return
 	}
 	if err != nil {
