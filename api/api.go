@@ -57,9 +57,9 @@ type Config struct {
 // Server serves the API.
 type Server struct {
 	db      *store.DB
+	app     *app.App // the operations the routes call
 	log     *slog.Logger
 	now     func() time.Time
-	secret  []byte
 	maxBody int64
 
 	sender      *outbound.Service
@@ -88,7 +88,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	secret, err := db.CursorSecret(ctx)
+	ops, err := app.New(ctx, db, app.Config{Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
@@ -101,7 +101,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if cfg.eventScan == 0 {
 		cfg.eventScan = eventScan
 	}
-	s := &Server{db: db, log: cfg.Logger, now: cfg.Now, secret: secret, maxBody: cfg.MaxBodyBytes,
+	s := &Server{db: db, app: ops, log: cfg.Logger, now: cfg.Now, maxBody: cfg.MaxBodyBytes,
 		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
 		pollWaiting: cfg.pollWaiting, draining: cfg.Draining, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	s.eventScan = cfg.eventScan

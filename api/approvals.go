@@ -79,7 +79,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)

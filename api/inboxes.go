@@ -14,12 +14,17 @@ import (
 
 func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
 	k := callerFrom(r)
-	writeGrantedPage(s, w, r, "inboxes",
+	page, err := app.GrantedPage(s.app, k, "inboxes", pageParams(r),
 		func(after *store.TimeKey, n int) ([]store.Inbox, error) {
 			return s.db.InboxesAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(ib store.Inbox) bool { return k.CanSee(ib.ID) }, inboxObject,
+		func(ib store.Inbox) bool { return k.CanSee(ib.ID) },
 		func(ib store.Inbox) (time.Time, string) { return ib.CreatedAt, ib.ID })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(w, page, inboxObject)
 }
 
 type inboxInput struct {

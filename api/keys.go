@@ -22,12 +22,16 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 // not exist (SPEC §5.1).
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	k := callerFrom(r)
-	writeGrantedPage(s, w, r, "keys",
+	page, err := app.GrantedPage(s.app, k, "keys", pageParams(r),
 		func(after *store.TimeKey, n int) ([]store.Key, error) {
 			return s.db.KeysAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(other store.Key) bool { return k.Covers(other) }, keyObject,
-		func(other store.Key) (time.Time, string) { return other.CreatedAt, other.ID })
+		k.Covers, func(other store.Key) (time.Time, string) { return other.CreatedAt, other.ID })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(w, page, keyObject)
 }
 
 // createKey refuses, with a 400 naming the field, a grant wider than the

@@ -57,7 +57,7 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, app.Invalidf("direction", "direction must be inbound or outbound."))
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -83,19 +83,14 @@ func jsonType(kind string) string {
 	return "a number"
 }
 
-// listLimit reads ?limit= (1–100, SPEC §5.2): anything else is a 400, never
-// a silent clamp.
-func listLimit(r *http.Request, def int) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 100 {
-		return 0, app.Invalidf("limit", "limit must be an integer from 1 to 100.")
-	}
-	return n, nil
+// pageParams reads a list's ?limit= and ?cursor=, for app to check.
+func pageParams(r *http.Request) app.PageParams {
+	q := r.URL.Query()
+	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
 }
+
+// listLimit is the ?limit= of a list whose default is def (app.PageParams.Size).
+func listLimit(r *http.Request, def int) (int, error) { return pageParams(r).Size(def) }
 
 // waitParam reads ?wait= seconds (0–60).
 func waitParam(r *http.Request) (time.Duration, error) {

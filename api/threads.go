@@ -26,7 +26,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -97,7 +97,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
 	after, err := cursorAfter[store.SeqKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -118,16 +118,15 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := buildPage(s, msgs, limit, scope,
-		func(m store.Message) threadMessageJSON {
-			return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
-				Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
-		},
-		func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
+	pg, err := app.NewPage(s.app, msgs, limit, scope, func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	out := listOf(pg, func(m store.Message) threadMessageJSON {
+		return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
+			Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
+	})
 	body := appendJSONLine(nil, &out)
 	if cacheable {
 		s.pages.put(cacheKey, versionFrom(r), body, len(body))

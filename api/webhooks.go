@@ -172,12 +172,17 @@ func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error)
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	k := callerFrom(r)
-	writeGrantedPage(s, w, r, "webhooks",
+	page, err := app.GrantedPage(s.app, k, "webhooks", pageParams(r),
 		func(after *store.TimeKey, n int) ([]store.WebhookEndpoint, error) {
 			return s.db.WebhookEndpointsAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) }, webhookObject,
+		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) },
 		func(ep store.WebhookEndpoint) (time.Time, string) { return ep.CreatedAt, ep.ID })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(w, page, webhookObject)
 }
 
 func (s *Server) createWebhook(check URLCheck) http.HandlerFunc {
@@ -336,7 +341,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
+	scope := app.CursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
