@@ -75,13 +75,8 @@ func (s *Server) need(scope string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// inbox loads the {inbox_id} of the path within the key's grant; anything
-// outside it is not found.
+// inbox loads the {inbox_id} of the path within the key's grant
+// (app.GrantedInbox); the route has checked its scope.
 func (s *Server) inbox(r *http.Request) (store.Inbox, error) {
-	k := callerFrom(r)
-	id := chi.URLParam(r, "inbox_id")
-	if !k.CanSee(id) {
-		return store.Inbox{}, app.ErrNotFound
-	}
-	return s.db.GetInbox(r.Context(), k.ProjectID, id)
+	return s.app.GrantedInbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"))
 }

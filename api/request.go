@@ -19,6 +19,12 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	return decodeStrict(http.MaxBytesReader(w, r.Body, s.maxBody), v)
 }
 
+// decoder is an operation's input: the request body, read by decodeJSON
+// when the operation asks for it.
+func (s *Server) decoder(w http.ResponseWriter, r *http.Request) app.Decoder {
+	return func(v any) error { return s.decodeJSON(w, r, v) }
+}
+
 // decodeStrict is the one way a request body becomes a value: unknown
 // fields, wrong types, oversized bodies and anything but whitespace after
 // the JSON value are client errors that name the problem.

@@ -40,3 +40,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 	return &App{db: db, now: cfg.Now, secret: secret}, nil
 }
+
+// Decoder fills v from an operation's input: a request body, a tool's
+// arguments. An operation calls it only after its scope and grant checks,
+// so which error wins stays the same on every surface (scope, then the
+// resource, then the input), and a caller learns nothing from the input
+// errors of an operation it may not run.
+type Decoder func(v any) error

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -71,4 +73,25 @@ func (e *env) inbox(address string) store.Inbox {
 		e.t.Fatal(err)
 	}
 	return ib
+}
+
+// input is a Decoder of a JSON body.
+func input(body string) Decoder {
+	return func(v any) error { return json.Unmarshal([]byte(body), v) }
+}
+
+// untouched is a Decoder for an operation that must refuse before it
+// reads its input.
+func untouched(t *testing.T) Decoder {
+	return func(any) error {
+		t.Helper()
+		t.Error("the operation read its input before refusing")
+		return errors.New("read")
+	}
+}
+
+// caller is a key of the bootstrapped project with scopes, restricted to
+// inboxes (nil: every inbox).
+func (e *env) caller(inboxes []string, scopes ...string) Caller {
+	return Caller{Key: store.Key{ID: "key_test", ProjectID: e.boot.ProjectID, Scopes: scopes, InboxIDs: inboxes}}
 }
