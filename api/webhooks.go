@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -89,24 +88,13 @@ func webhookDeliveryDetail(d store.WebhookDelivery) webhookDeliveryDetailJSON {
 	return out
 }
 
-// optionalList is a JSON list that tells "absent" from null.
-type optionalList struct {
-	Set bool
-	IDs []string // nil for null
-}
-
-func (o *optionalList) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	return json.Unmarshal(b, &o.IDs)
-}
-
 type webhookInput struct {
-	URL         *string      `json:"url"`
-	EventTypes  *[]string    `json:"event_types"`
-	InboxIDs    optionalList `json:"inbox_ids"`
-	Enabled     *bool        `json:"enabled"`
-	Description *string      `json:"description"`
-	Secret      *string      `json:"secret"`
+	URL         *string         `json:"url"`
+	EventTypes  *[]string       `json:"event_types"`
+	InboxIDs    app.OptionalIDs `json:"inbox_ids"`
+	Enabled     *bool           `json:"enabled"`
+	Description *string         `json:"description"`
+	Secret      *string         `json:"secret"`
 }
 
 // URLCheck refuses a webhook URL at registration (--webhook-deny-private).
