@@ -1,6 +1,8 @@
 // Package api is the HTTP side of inboxd: the chi router with every route
-// (all in routes below), authentication and scopes, the error envelope,
-// signed list cursors, and the OpenAPI document.
+// (all in routes below), authentication, the error envelope and the one
+// table from an app error code to its status, the JSON of the objects,
+// and the OpenAPI document. The use cases are app's: the routes that have
+// moved there (me, inboxes, keys) only decode, call and encode.
 package api
 
 import (

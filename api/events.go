@@ -78,11 +78,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if id := q.Get("inbox_id"); id != "" {
-		if !k.CanSee(id) {
-			s.writeError(w, r, app.ErrNotFound)
-			return
-		}
-		if _, err := s.db.GetInbox(r.Context(), k.ProjectID, id); err != nil {
+		if _, err := s.app.GrantedInbox(r.Context(), k, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

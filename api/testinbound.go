@@ -39,11 +39,7 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, app.Invalidf("inbox_id", "inbox_id is required."))
 		return
 	}
-	if !k.CanSee(in.InboxID) {
-		s.writeError(w, r, app.ErrNotFound)
-		return
-	}
-	ib, err := s.db.GetInbox(r.Context(), k.ProjectID, in.InboxID)
+	ib, err := s.app.GrantedInbox(r.Context(), k, in.InboxID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -121,16 +121,8 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 			}
 		}
 	}
-	if in.InboxIDs.Set {
-		k := callerFrom(r)
-		if in.InboxIDs.IDs == nil && k.InboxIDs != nil {
-			return app.Invalidf("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
-		}
-		for _, id := range in.InboxIDs.IDs {
-			if !k.CanSee(id) {
-				return app.Invalidf("inbox_ids", "Unknown inbox %q.", id)
-			}
-		}
+	if err := callerFrom(r).MayGrant(in.InboxIDs); err != nil {
+		return err
 	}
 	if in.Secret != nil {
 		if err := webhook.ValidateSecret(*in.Secret); err != nil {

@@ -58,3 +58,22 @@ func (c Caller) Covers(other store.Key) bool {
 	}
 	return c.CoversInboxes(other.InboxIDs)
 }
+
+// MayGrant is nil when the caller may hand out ids as the inboxes of a key
+// or webhook endpoint: each within its own grant, and null (every inbox)
+// only from an unrestricted caller. Left out, they are the caller's own,
+// which it may always hand out.
+func (c Caller) MayGrant(ids OptionalIDs) error {
+	if !ids.Set {
+		return nil
+	}
+	if ids.IDs == nil && c.InboxIDs != nil {
+		return Invalidf("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
+	}
+	for _, id := range ids.IDs {
+		if !c.CanSee(id) {
+			return Invalidf("inbox_ids", "Unknown inbox %q.", id)
+		}
+	}
+	return nil
+}

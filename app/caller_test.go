@@ -57,3 +57,34 @@ func TestCallerCovers(t *testing.T) {
 		}
 	}
 }
+
+func TestCallerMayGrant(t *testing.T) {
+	restricted := Caller{Key: store.Key{InboxIDs: []string{"ibx_a", "ibx_b"}}}
+	unrestricted := Caller{}
+	for _, c := range []struct {
+		name    string
+		caller  Caller
+		ids     OptionalIDs
+		message string // "": allowed
+	}{
+		{"left out", restricted, OptionalIDs{}, ""},
+		{"within the grant", restricted, OptionalIDs{Set: true, IDs: []string{"ibx_b"}}, ""},
+		{"none", restricted, OptionalIDs{Set: true, IDs: []string{}}, ""},
+		{"outside the grant", restricted, OptionalIDs{Set: true, IDs: []string{"ibx_a", "ibx_c"}}, `Unknown inbox "ibx_c".`},
+		{"every inbox, restricted", restricted, OptionalIDs{Set: true}, "This key is restricted to some inboxes: inbox_ids must list them."},
+		{"every inbox, unrestricted", unrestricted, OptionalIDs{Set: true}, ""},
+		{"any inbox, unrestricted", unrestricted, OptionalIDs{Set: true, IDs: []string{"ibx_c"}}, ""},
+	} {
+		err := c.caller.MayGrant(c.ids)
+		if c.message == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		wantError(t, err, EInvalidRequest, "inbox_ids")
+		if m := ErrorMessage(err); m != c.message {
+			t.Errorf("%s: %q, want %q", c.name, m, c.message)
+		}
+	}
+}

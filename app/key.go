@@ -78,18 +78,13 @@ func (a *App) CreateKey(ctx context.Context, c Caller, decode Decoder) (store.Ke
 			return store.Key{}, "", Invalidf("scopes", "Cannot grant scope %q: this key does not hold it.", sc)
 		}
 	}
-	inboxes := in.InboxIDs.IDs
-	switch {
-	case !in.InboxIDs.Set:
-		inboxes = c.InboxIDs // left out: the caller's own inboxes
-	case inboxes == nil && c.InboxIDs != nil:
-		return store.Key{}, "", Invalidf("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
-	}
 	// A restricted key cannot mint a key for inboxes it cannot see.
-	for _, id := range inboxes {
-		if !c.CanSee(id) {
-			return store.Key{}, "", Invalidf("inbox_ids", "Unknown inbox %q.", id)
-		}
+	if err := c.MayGrant(in.InboxIDs); err != nil {
+		return store.Key{}, "", err
+	}
+	inboxes := in.InboxIDs.IDs
+	if !in.InboxIDs.Set {
+		inboxes = c.InboxIDs // left out: the caller's own inboxes
 	}
 	k, token, err := a.db.CreateKey(ctx, c.ProjectID, in.Name, in.Scopes, inboxes)
 	if errors.Is(err, store.ErrNotFound) {
