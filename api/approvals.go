@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -78,7 +79,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -123,9 +124,9 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 				return
 			}
 		}
-		a, err := s.db.Decide(r.Context(), ib.ID, chi.URLParam(r, "approval_id"), keyFrom(r).ID, approve, in.Reason)
+		a, err := s.db.Decide(r.Context(), ib.ID, chi.URLParam(r, "approval_id"), callerFrom(r).ID, approve, in.Reason)
 		if errors.Is(err, store.ErrDecided) {
-			s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "This approval was already decided."})
+			s.writeError(w, r, app.Errorf(app.EConflict, "This approval was already decided."))
 			return
 		}
 		if err != nil {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -16,14 +16,14 @@ type ctxKey struct{}
 
 // authed is what authenticate puts in a request's context.
 type authed struct {
-	key store.Key
+	caller app.Caller
 	// version is the database's DataVersion when the request came in:
 	// values read at it may be served from s.pages.
 	version int64
 }
 
-// keyFrom returns the authenticated key of a request.
-func keyFrom(r *http.Request) store.Key { return r.Context().Value(ctxKey{}).(authed).key }
+// callerFrom returns who a request is from: its authenticated key.
+func callerFrom(r *http.Request) app.Caller { return r.Context().Value(ctxKey{}).(authed).caller }
 
 // versionFrom returns the database version a request was authenticated at.
 func versionFrom(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(authed).version }
@@ -47,7 +47,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, authed{key: k, version: version})))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, authed{caller: app.Caller{Key: k}, version: version})))
 	})
 }
 
@@ -55,65 +55,28 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // project that does not exist.
 func (s *Server) inProject(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if chi.URLParam(r, "project_id") != keyFrom(r).ProjectID {
-			s.writeError(w, r, errNotFound)
+		if chi.URLParam(r, "project_id") != callerFrom(r).ProjectID {
+			s.writeError(w, r, app.ErrNotFound)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// need wraps a handler with a scope check (403 permission_denied).
+// need wraps a handler with a scope check (403 permission_denied), made
+// before the handler reads anything of the request.
 func (s *Server) need(scope string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !keyFrom(r).Has(scope) {
-			s.writeError(w, r, errPermission(scope))
+		if err := callerFrom(r).Need(scope); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		h(w, r)
 	}
 }
 
-// canSee reports whether the key's grant covers an inbox.
-func canSee(k store.Key, inboxID string) bool {
-	return k.InboxIDs == nil || slices.Contains(k.InboxIDs, inboxID)
-}
-
-// coversInboxes reports whether the key's grant covers a list of inboxes;
-// nil, every inbox of the project, is covered only by an unrestricted key.
-func coversInboxes(k store.Key, inboxIDs []string) bool {
-	if k.InboxIDs == nil {
-		return true
-	}
-	if inboxIDs == nil {
-		return false
-	}
-	for _, id := range inboxIDs {
-		if !canSee(k, id) {
-			return false
-		}
-	}
-	return true
-}
-
-// coversKey reports whether the key's grant covers another key's: every
-// scope of it, and its inboxes (SPEC §5.1).
-func coversKey(k, other store.Key) bool {
-	for _, sc := range other.Scopes {
-		if !k.Has(sc) {
-			return false
-		}
-	}
-	return coversInboxes(k, other.InboxIDs)
-}
-
-// inbox loads the {inbox_id} of the path within the key's grant; anything
-// outside it is not found.
+// inbox loads the {inbox_id} of the path within the key's grant
+// (app.GrantedInbox); the route has checked its scope.
 func (s *Server) inbox(r *http.Request) (store.Inbox, error) {
-	k := keyFrom(r)
-	id := chi.URLParam(r, "inbox_id")
-	if !canSee(k, id) {
-		return store.Inbox{}, errNotFound
-	}
-	return s.db.GetInbox(r.Context(), k.ProjectID, id)
+	return s.app.GrantedInbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"))
 }

@@ -8,56 +8,61 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/app"
 )
 
-// Error is an API error: the SPEC §5.1 envelope and its HTTP status.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-	Param   string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-func badRequest(param, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...), Param: param}
-}
-
+// The errors of the HTTP exchange itself, not of an operation.
 var (
-	errNotFound        = &Error{Status: http.StatusNotFound, Code: "not_found", Message: "Resource not found."}
-	errUnauthenticated = &Error{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "A valid API key is required: Authorization: Bearer <key>."}
-	errInvalidCursor   = &Error{Status: http.StatusBadRequest, Code: "invalid_cursor", Message: "Cursor is invalid, expired, or belongs to another filter.", Param: "cursor"}
-	errInternal        = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Internal error."}
-	errTooLarge        = &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: "Request body is too large."}
-	errBodyTimeout     = &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: "Request body did not arrive in time."}
-	errRateLimited     = &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "Too many requests; retry after the time in Retry-After."}
-	errMethod          = &Error{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Message: "Method not allowed on this path."}
+	errUnauthenticated = &app.Error{Code: app.EUnauthenticated, Message: "A valid API key is required: Authorization: Bearer <key>."}
+	errTooLarge        = &app.Error{Code: app.EPayloadTooLarge, Message: "Request body is too large."}
+	errBodyTimeout     = &app.Error{Code: app.EInvalidRequest, Message: "Request body did not arrive in time."}
+	errRateLimited     = &app.Error{Code: app.ERateLimited, Message: "Too many requests; retry after the time in Retry-After."}
+	errMethod          = &app.Error{Code: app.EInvalidRequest, Message: "Method not allowed on this path."}
 )
 
-func errPermission(scope string) *Error {
-	return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "This API key lacks the scope " + scope + "."}
+// httpStatus is the one table from an outcome to its HTTP status (SPEC
+// §5.1); anything that is not an *app.Error (nor the store's not-found)
+// is ours: 500.
+func httpStatus(err error) int {
+	if errors.Is(err, errMethod) {
+		return http.StatusMethodNotAllowed // SPEC §5.1 has no code of its own for it
+	}
+	switch app.ErrorCode(err) {
+	case app.EInvalidRequest, app.EInvalidCursor:
+		return http.StatusBadRequest
+	case app.EUnauthenticated:
+		return http.StatusUnauthorized
+	case app.EPermissionDenied:
+		return http.StatusForbidden
+	case app.ENotFound:
+		return http.StatusNotFound
+	case app.EIdempotencyConflict, app.EConflict:
+		return http.StatusConflict
+	case app.EIdempotencyExpired:
+		return http.StatusUnprocessableEntity
+	case app.EPayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case app.ERateLimited:
+		return http.StatusTooManyRequests
+	case app.ETemporarilyUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
-// writeError is the one place an outcome becomes an HTTP error: API errors
-// are sent as they are, not-found from the store is the uniform 404, and
-// anything else is ours: logged here, answered 500 with no detail.
+// writeError is the one place an outcome becomes an HTTP error: the
+// envelope of SPEC §5.1 with httpStatus's status. An error that is ours
+// is logged here and answered "Internal error." with no detail.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
-	case errors.Is(err, store.ErrNotFound):
-		e = errNotFound
-	default:
+	code := app.ErrorCode(err)
+	if code == app.EInternal {
 		s.log.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = errInternal
 	}
-	body := map[string]any{"code": e.Code, "message": e.Message}
-	if e.Param != "" {
-		body["param"] = e.Param
+	body := map[string]any{"code": code, "message": app.ErrorMessage(err)}
+	if param := app.ErrorParam(err); param != "" {
+		body["param"] = param
 	}
-	writeJSON(w, e.Status, map[string]any{"error": body})
+	writeJSON(w, httpStatus(err), map[string]any{"error": body})
 }
 
 // appendJSONLine appends a's JSON and the Encoder's newline.

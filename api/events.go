@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -40,7 +41,7 @@ func parseEventCursor(c string) (int64, bool) {
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	q := r.URL.Query()
 	limit, err := listLimit(r, 50)
 	if err != nil {
@@ -62,7 +63,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if !ok {
-			s.writeError(w, r, &Error{Status: http.StatusBadRequest, Code: "invalid_cursor", Message: errInvalidCursor.Message, Param: "after"})
+			s.writeError(w, r, &app.Error{Code: app.EInvalidCursor, Message: app.ErrInvalidCursor.Message, Param: "after"})
 			return
 		}
 		f.After = seq
@@ -70,18 +71,14 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	for _, t := range q["type"] {
 		for _, t := range strings.Split(t, ",") {
 			if !slices.Contains(store.EventTypes(), t) {
-				s.writeError(w, r, badRequest("type", "Unknown event type %q.", t))
+				s.writeError(w, r, app.Invalidf("type", "Unknown event type %q.", t))
 				return
 			}
 			f.Types = append(f.Types, t)
 		}
 	}
 	if id := q.Get("inbox_id"); id != "" {
-		if !canSee(k, id) {
-			s.writeError(w, r, errNotFound)
-			return
-		}
-		if _, err := s.db.GetInbox(r.Context(), k.ProjectID, id); err != nil {
+		if _, err := s.app.GrantedInbox(r.Context(), k, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

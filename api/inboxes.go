@@ -1,111 +1,22 @@
 package api
 
 import (
-	"errors"
 	"net/http"
-	"net/mail"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/inboxd/inboxd/store"
+	"github.com/go-chi/chi/v5"
 )
 
 func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
-	writeGrantedPage(s, w, r, "inboxes",
-		func(after *store.TimeKey, n int) ([]store.Inbox, error) {
-			return s.db.InboxesAfter(r.Context(), k.ProjectID, after, n)
-		},
-		func(ib store.Inbox) bool { return canSee(k, ib.ID) }, inboxObject,
-		func(ib store.Inbox) (time.Time, string) { return ib.CreatedAt, ib.ID })
-}
-
-type inboxInput struct {
-	Address        *string   `json:"address"`
-	Username       *string   `json:"username"`
-	Domain         *string   `json:"domain"`
-	DisplayName    *string   `json:"display_name"`
-	Environment    *string   `json:"environment"`
-	SendPolicy     *string   `json:"send_policy"`
-	AllowedDomains *[]string `json:"allowed_domains"`
-}
-
-var sendPolicies = []string{"allow", "approve_all", "approve_external"}
-
-func validDomain(d string) bool {
-	return d != "" && !strings.ContainsAny(d, " \t\r\n@<>\"") && !strings.HasPrefix(d, ".") && !strings.HasSuffix(d, ".")
-}
-
-func (in *inboxInput) validatePatchable() error {
-	if in.DisplayName != nil && strings.ContainsAny(*in.DisplayName, "\r\n") {
-		return badRequest("display_name", "display_name must not contain line breaks.")
+	page, err := s.app.ListInboxes(r.Context(), callerFrom(r), pageParams(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	if in.SendPolicy != nil && !slices.Contains(sendPolicies, *in.SendPolicy) {
-		return badRequest("send_policy", "send_policy must be allow, approve_all or approve_external.")
-	}
-	if in.AllowedDomains != nil {
-		for _, d := range *in.AllowedDomains {
-			if !validDomain(d) {
-				return badRequest("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
-			}
-		}
-	}
-	return nil
+	writeList(w, page, inboxObject)
 }
 
 func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
-	var in inboxInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var address string
-	switch {
-	case in.Address != nil && (in.Username != nil || in.Domain != nil):
-		s.writeError(w, r, badRequest("address", "Give either address or username and domain, not both."))
-		return
-	case in.Address != nil:
-		address = *in.Address
-	case in.Username != nil && in.Domain != nil:
-		address = *in.Username + "@" + *in.Domain
-	default:
-		s.writeError(w, r, badRequest("address", "address (or username and domain) is required."))
-		return
-	}
-	a, err := mail.ParseAddress(address)
-	local, domain, ok := strings.Cut(address, "@")
-	if err != nil || a.Address != address || !ok || local == "" || strings.Contains(local, "+") || !validDomain(domain) {
-		s.writeError(w, r, badRequest("address", "address %q is not a valid inbox address (user@domain, no +tag).", address))
-		return
-	}
-	env := "live"
-	if in.Environment != nil {
-		env = *in.Environment
-	}
-	if env != "live" && env != "test" {
-		s.writeError(w, r, badRequest("environment", "environment must be live or test."))
-		return
-	}
-	if err := in.validatePatchable(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ni := store.NewInbox{Address: address, Environment: env}
-	if in.DisplayName != nil {
-		ni.DisplayName = *in.DisplayName
-	}
-	if in.SendPolicy != nil {
-		ni.SendPolicy = *in.SendPolicy
-	}
-	if in.AllowedDomains != nil {
-		ni.AllowedDomains = *in.AllowedDomains
-	}
-	ib, err := s.db.CreateInbox(r.Context(), keyFrom(r).ProjectID, ni)
-	if errors.Is(err, store.ErrConflict) {
-		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "An inbox with this address already exists.", Param: "address"})
-		return
-	}
+	ib, err := s.app.CreateInbox(r.Context(), callerFrom(r), s.decoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -114,7 +25,7 @@ func (s *Server) createInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getInbox(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
+	ib, err := s.app.Inbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -123,27 +34,7 @@ func (s *Server) getInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateInbox(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var in inboxInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	for name, set := range map[string]bool{"address": in.Address != nil, "username": in.Username != nil, "domain": in.Domain != nil, "environment": in.Environment != nil} {
-		if set {
-			s.writeError(w, r, badRequest(name, "%s cannot be changed; create a new inbox instead.", name))
-			return
-		}
-	}
-	if err := in.validatePatchable(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ib, err = s.db.UpdateInbox(r.Context(), ib.ProjectID, ib.ID, store.InboxPatch{DisplayName: in.DisplayName, SendPolicy: in.SendPolicy, AllowedDomains: in.AllowedDomains})
+	ib, err := s.app.UpdateInbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), s.decoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -152,12 +43,8 @@ func (s *Server) updateInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
+	ib, err := s.app.DeleteInbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.db.DeleteInbox(r.Context(), ib.ProjectID, ib.ID); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -53,10 +54,10 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	direction := r.URL.Query().Get("direction")
 	if direction != "" && direction != "inbound" && direction != "outbound" {
-		s.writeError(w, r, badRequest("direction", "direction must be inbound or outbound."))
+		s.writeError(w, r, app.Invalidf("direction", "direction must be inbound or outbound."))
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -86,7 +87,7 @@ func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
 	}
 	m, err := s.db.GetMessage(r.Context(), ib.ID, chi.URLParam(r, "message_id"))
 	if err == nil && m.Deleted {
-		err = errNotFound
+		err = app.ErrNotFound
 	}
 	return ib, m, err
 }
@@ -276,8 +277,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.ScanStatus != "clean" {
-		s.writeError(w, r, &Error{Status: http.StatusForbidden, Code: "permission_denied",
-			Message: "This attachment is not downloadable (scan_status " + a.ScanStatus + ")."})
+		s.writeError(w, r, app.Errorf(app.EPermissionDenied, "This attachment is not downloadable (scan_status %s).", a.ScanStatus))
 		return
 	}
 	name := a.Filename

@@ -5,19 +5,24 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
-// writePage answers a list fetched with limit+1 rows: the first limit
-// rendered, has_more exact, and next_cursor the signed position of the last
-// row shown.
-func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows []R, limit int, scope cursorScope,
+// writePage answers a list fetched with limit+1 rows (app.NewPage).
+func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows []R, limit int, scope app.CursorScope,
 	render func(R) T, position func(R) any) {
-	out, err := buildPage(s, rows, limit, scope, render, position)
+	page, err := app.NewPage(s.app, rows, limit, scope, position)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	writeList(w, page, render)
+}
+
+// writeList answers a page as SPEC §5.2's list object, each row rendered.
+func writeList[R, T any](w http.ResponseWriter, page app.Page[R], render func(R) T) {
+	out := listOf(page, render)
 	if _, ok := any((*T)(nil)).(jsonAppender); ok {
 		writeJSON(w, http.StatusOK, &out) // the list's appendJSON needs elements that append themselves
 		return
@@ -25,63 +30,16 @@ func writePage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, rows
 	writeJSON(w, http.StatusOK, out)
 }
 
-// writeGrantedPage answers a page of one of the project's own lists
-// (inboxes, keys, webhook endpoints), oldest first by created_at, holding
-// only the rows the key's grant covers (visible). fetch reads n rows after
-// a position; rows outside the grant are skipped and more are read in
-// their place, so a page is full and has_more exact whatever the key may
-// not see.
-func writeGrantedPage[R, T any](s *Server, w http.ResponseWriter, r *http.Request, list string,
-	fetch func(after *store.TimeKey, n int) ([]R, error), visible func(R) bool, render func(R) T, created func(R) (time.Time, string)) {
-	position := func(row R) store.TimeKey {
-		at, id := created(row)
-		return store.TimeKey{At: at.UnixMilli(), ID: id}
-	}
-	limit, err := listLimit(r, 25)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	scope := cursorScope{Project: keyFrom(r).ProjectID, List: list}
-	after, err := cursorAfter[store.TimeKey](s, r, scope)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var rows []R
-	for len(rows) <= limit {
-		batch, err := fetch(after, limit+1)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		for _, row := range batch {
-			if visible(row) && len(rows) <= limit {
-				rows = append(rows, row)
-			}
-		}
-		if len(batch) <= limit {
-			break // the end of the list
-		}
-		p := position(batch[len(batch)-1])
-		after = &p
-	}
-	writePage(s, w, r, rows, limit, scope, render, func(row R) any { return position(row) })
-}
-
-// buildPage is writePage's list object.
-func buildPage[R, T any](s *Server, rows []R, limit int, scope cursorScope, render func(R) T, position func(R) any) (listJSON[T], error) {
-	out := listJSON[T]{Data: make([]T, 0, min(len(rows), limit))}
-	for _, row := range rows[:min(len(rows), limit)] {
+// listOf is a page's list object.
+func listOf[R, T any](page app.Page[R], render func(R) T) listJSON[T] {
+	out := listJSON[T]{Data: make([]T, 0, len(page.Rows)), HasMore: page.HasMore}
+	for _, row := range page.Rows {
 		out.Data = append(out.Data, render(row))
 	}
-	if len(rows) > limit {
-		out.HasMore = true
-		if err := s.setCursor(&out.NextCursor, scope, position(rows[limit-1])); err != nil {
-			return listJSON[T]{}, err
-		}
+	if page.Next != "" {
+		out.NextCursor = &page.Next
 	}
-	return out, nil
+	return out
 }
 
 // poll runs query until it finds something or wait runs out (wait 0:
@@ -119,34 +77,17 @@ func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found b
 
 // cursorAfter decodes the ?cursor= of a list into its keyset position (nil when
 // absent).
-func cursorAfter[K any](s *Server, r *http.Request, scope cursorScope) (*K, error) {
-	c := r.URL.Query().Get("cursor")
-	if c == "" {
-		return nil, nil
-	}
-	k := new(K)
-	if err := s.decodeCursor(c, scope, k); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-func (s *Server) setCursor(dst **string, scope cursorScope, key any) error {
-	c, err := s.encodeCursor(scope, key)
-	if err != nil {
-		return err
-	}
-	*dst = &c
-	return nil
+func cursorAfter[K any](s *Server, r *http.Request, scope app.CursorScope) (*K, error) {
+	return app.Position[K](s.app, scope, r.URL.Query().Get("cursor"))
 }
 
 func searchParam(r *http.Request) (store.Query, error) {
 	q, err := store.ParseQuery(r.URL.Query().Get("q"))
 	switch {
 	case errors.Is(err, store.ErrQueryNotUTF8):
-		return store.Query{}, badRequest("q", "q must be UTF-8 text.")
+		return store.Query{}, app.Invalidf("q", "q must be UTF-8 text.")
 	case err != nil:
-		return store.Query{}, badRequest("q", "q has an unbalanced double quote.")
+		return store.Query{}, app.Invalidf("q", "q has an unbalanced double quote.")
 	}
 	return q, nil
 }

@@ -9,12 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/app"
 )
 
 // decodeJSON reads a JSON body strictly (decodeStrict), at most maxBody
 // bytes of it.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeStrict(http.MaxBytesReader(w, r.Body, s.maxBody), v)
+}
+
+// decoder is an operation's input: the request body, read by decodeJSON
+// when the operation asks for it.
+func (s *Server) decoder(w http.ResponseWriter, r *http.Request) app.Decoder {
+	return func(v any) error { return s.decodeJSON(w, r, v) }
 }
 
 // decodeStrict is the one way a request body becomes a value: unknown
@@ -33,7 +41,7 @@ func decodeStrict(rd io.Reader, v any) error {
 		if errors.As(err, &tooLarge) {
 			return errTooLarge
 		}
-		return badRequest("", "Request body must hold a single JSON value, with nothing after it.")
+		return app.Invalidf("", "Request body must hold a single JSON value, with nothing after it.")
 	}
 	return nil
 }
@@ -53,18 +61,18 @@ func decodeError(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errBodyTimeout
 	case errors.As(err, &syntax):
-		return badRequest("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
+		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
 	case errors.As(err, &typ):
-		return badRequest(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
+		return app.Invalidf(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF):
-		return badRequest("", "Request body must be a JSON object.")
+		return app.Invalidf("", "Request body must be a JSON object.")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("", "Malformed JSON: unexpected end of body.")
+		return app.Invalidf("", "Malformed JSON: unexpected end of body.")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badRequest(field, "Unknown field %q.", field)
+		return app.Invalidf(field, "Unknown field %q.", field)
 	}
-	return badRequest("", "Malformed JSON: %s.", err.Error())
+	return app.Invalidf("", "Malformed JSON: %s.", err.Error())
 }
 
 func jsonType(kind string) string {
@@ -81,19 +89,14 @@ func jsonType(kind string) string {
 	return "a number"
 }
 
-// listLimit reads ?limit= (1–100, SPEC §5.2): anything else is a 400, never
-// a silent clamp.
-func listLimit(r *http.Request, def int) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 100 {
-		return 0, badRequest("limit", "limit must be an integer from 1 to 100.")
-	}
-	return n, nil
+// pageParams reads a list's ?limit= and ?cursor=, for app to check.
+func pageParams(r *http.Request) app.PageParams {
+	q := r.URL.Query()
+	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
 }
+
+// listLimit is the ?limit= of a list whose default is def (app.PageParams.Size).
+func listLimit(r *http.Request, def int) (int, error) { return pageParams(r).Size(def) }
 
 // waitParam reads ?wait= seconds (0–60).
 func waitParam(r *http.Request) (time.Duration, error) {
@@ -103,7 +106,7 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > 60 {
-		return 0, badRequest("wait", "wait must be an integer number of seconds from 0 to 60.")
+		return 0, app.Invalidf("wait", "wait must be an integer number of seconds from 0 to 60.")
 	}
 	return time.Duration(n) * time.Second, nil
 }
@@ -115,7 +118,7 @@ func intParam(r *http.Request, name string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, badRequest(name, "%s must be a non-negative integer.", name)
+		return 0, app.Invalidf(name, "%s must be a non-negative integer.", name)
 	}
 	return n, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/store"
@@ -121,12 +122,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	k := keyFrom(r)
+	k := callerFrom(r)
 	var idem *store.Idempotency
 	keyHeader, hasKey := r.Header["Idempotency-Key"]
 	if hasKey {
 		if len(keyHeader) != 1 || !validIdempotencyKey(keyHeader[0]) {
-			s.writeError(w, r, badRequest("Idempotency-Key", "Idempotency-Key must be 1–256 characters of A-Z a-z 0-9 - . _ ~ :"))
+			s.writeError(w, r, app.Invalidf("Idempotency-Key", "Idempotency-Key must be 1–256 characters of A-Z a-z 0-9 - . _ ~ :"))
 			return
 		}
 	}
@@ -148,7 +149,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		idem = &store.Idempotency{Key: keyHeader[0], Hash: h.Sum(nil)}
 		flight := k.ProjectID + "\x00" + keyHeader[0]
 		if !s.flight.begin(flight) {
-			s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Message: "A matching send is already in progress."})
+			s.writeError(w, r, app.Errorf(app.ETemporarilyUnavailable, "A matching send is already in progress."))
 			return
 		}
 		defer s.flight.end(flight)
@@ -167,7 +168,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	for i, a := range in.Attachments {
 		data, err := base64.StdEncoding.DecodeString(a.ContentBase64)
 		if err != nil {
-			s.writeError(w, r, badRequest("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
+			s.writeError(w, r, app.Invalidf("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
 			return
 		}
 		req.Attachments = append(req.Attachments, outbound.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: data})
@@ -176,7 +177,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	var inv *outbound.InvalidError
 	switch {
 	case errors.As(err, &inv):
-		s.writeError(w, r, badRequest(inv.Field, "%s: %s.", inv.Field, inv.Message))
+		s.writeError(w, r, app.Invalidf(inv.Field, "%s: %s.", inv.Field, inv.Message))
 		return
 	case errors.Is(err, outbound.ErrTooLarge):
 		s.writeError(w, r, errTooLarge)
@@ -198,10 +199,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, store.ErrIdempotencyConflict):
-		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "idempotency_conflict", Message: "This Idempotency-Key was used with a different request.", Param: "Idempotency-Key"})
+		s.writeError(w, r, &app.Error{Code: app.EIdempotencyConflict, Message: "This Idempotency-Key was used with a different request.", Param: "Idempotency-Key"})
 		return
 	case errors.Is(err, store.ErrIdempotencyExpired):
-		s.writeError(w, r, &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_expired", Message: "This Idempotency-Key is older than 30 days; use a new key.", Param: "Idempotency-Key"})
+		s.writeError(w, r, &app.Error{Code: app.EIdempotencyExpired, Message: "This Idempotency-Key is older than 30 days; use a new key.", Param: "Idempotency-Key"})
 		return
 	case err != nil:
 		s.writeError(w, r, err)

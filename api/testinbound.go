@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/store"
@@ -33,34 +34,30 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	k := keyFrom(r)
+	k := callerFrom(r)
 	if in.InboxID == "" {
-		s.writeError(w, r, badRequest("inbox_id", "inbox_id is required."))
+		s.writeError(w, r, app.Invalidf("inbox_id", "inbox_id is required."))
 		return
 	}
-	if !canSee(k, in.InboxID) {
-		s.writeError(w, r, errNotFound)
-		return
-	}
-	ib, err := s.db.GetInbox(r.Context(), k.ProjectID, in.InboxID)
+	ib, err := s.app.GrantedInbox(r.Context(), k, in.InboxID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if ib.Environment != "test" {
-		s.writeError(w, r, badRequest("inbox_id", "Simulated inbound mail goes to test inboxes only; %s is live.", ib.Address))
+		s.writeError(w, r, app.Invalidf("inbox_id", "Simulated inbound mail goes to test inboxes only; %s is live.", ib.Address))
 		return
 	}
 	var raw []byte
 	if in.Raw != nil {
 		if in.From != nil || len(in.To) > 0 || in.Subject != "" || in.Text != "" || in.HTML != "" || in.InReplyTo != "" || in.References != nil || in.Attachments != nil {
-			s.writeError(w, r, badRequest("raw", "Give either raw or the structured fields, not both."))
+			s.writeError(w, r, app.Invalidf("raw", "Give either raw or the structured fields, not both."))
 			return
 		}
 		raw = []byte(*in.Raw)
 	} else {
 		if in.From == nil || !outbound.ValidAddress(in.From.Email) {
-			s.writeError(w, r, badRequest("from", "from must be an address (\"Name <a@b>\", \"a@b\" or {email,name})."))
+			s.writeError(w, r, app.Invalidf("from", "from must be an address (\"Name <a@b>\", \"a@b\" or {email,name})."))
 			return
 		}
 		to := addressesOf(in.To)
@@ -86,7 +83,7 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		for i, a := range in.Attachments {
 			data, err := base64.StdEncoding.DecodeString(a.ContentBase64)
 			if err != nil {
-				s.writeError(w, r, badRequest("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
+				s.writeError(w, r, app.Invalidf("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
 				return
 			}
 			ct := a.ContentType
@@ -97,7 +94,7 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"from", in.From.Name}} {
 			if strings.ContainsAny(f.v, "\r\n") {
-				s.writeError(w, r, badRequest(f.name, "%s must not contain line breaks.", f.name))
+				s.writeError(w, r, app.Invalidf(f.name, "%s must not contain line breaks.", f.name))
 				return
 			}
 		}

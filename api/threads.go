@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "threads", Query: q.String()}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -41,10 +42,10 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) thread(r *http.Request) (store.Inbox, store.Thread, error) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	id := chi.URLParam(r, "inbox_id")
-	if !canSee(k, id) {
-		return store.Inbox{}, store.Thread{}, errNotFound
+	if !k.CanSee(id) {
+		return store.Inbox{}, store.Thread{}, app.ErrNotFound
 	}
 	return s.db.GetInboxThread(r.Context(), k.ProjectID, id, chi.URLParam(r, "thread_id"))
 }
@@ -66,12 +67,12 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	// same project, inbox, thread and parameters; the key's grant is
 	// checked again. Pages asked for with a cursor are not cached: the
 	// cursor's own expiry must be checked at every request.
-	k := keyFrom(r)
+	k := callerFrom(r)
 	inboxID := chi.URLParam(r, "inbox_id")
 	cacheKey := strings.Join([]string{k.ProjectID, inboxID, chi.URLParam(r, "thread_id"), r.URL.RawQuery}, "\x00")
 	wait, waitErr := waitParam(r)
 	cacheable := waitErr == nil && wait == 0 && !r.URL.Query().Has("cursor")
-	if cacheable && canSee(k, inboxID) {
+	if cacheable && k.CanSee(inboxID) {
 		if body, ok := s.pages.get(cacheKey, versionFrom(r)); ok {
 			writeBody(w, http.StatusOK, body)
 			return
@@ -96,7 +97,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
+	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "thread_messages", Thread: t.ID}
 	after, err := cursorAfter[store.SeqKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -117,16 +118,15 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := buildPage(s, msgs, limit, scope,
-		func(m store.Message) threadMessageJSON {
-			return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
-				Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
-		},
-		func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
+	pg, err := app.NewPage(s.app, msgs, limit, scope, func(m store.Message) any { return store.SeqKey{Seq: m.Sequence, ID: m.ID} })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	out := listOf(pg, func(m store.Message) threadMessageJSON {
+		return threadMessageJSON{messageJSON: messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]),
+			Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels[m.ID])}
+	})
 	body := appendJSONLine(nil, &out)
 	if cacheable {
 		s.pages.put(cacheKey, versionFrom(r), body, len(body))

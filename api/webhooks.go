@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/webhook"
 )
@@ -88,24 +88,13 @@ func webhookDeliveryDetail(d store.WebhookDelivery) webhookDeliveryDetailJSON {
 	return out
 }
 
-// optionalList is a JSON list that tells "absent" from null.
-type optionalList struct {
-	Set bool
-	IDs []string // nil for null
-}
-
-func (o *optionalList) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	return json.Unmarshal(b, &o.IDs)
-}
-
 type webhookInput struct {
-	URL         *string      `json:"url"`
-	EventTypes  *[]string    `json:"event_types"`
-	InboxIDs    optionalList `json:"inbox_ids"`
-	Enabled     *bool        `json:"enabled"`
-	Description *string      `json:"description"`
-	Secret      *string      `json:"secret"`
+	URL         *string         `json:"url"`
+	EventTypes  *[]string       `json:"event_types"`
+	InboxIDs    app.OptionalIDs `json:"inbox_ids"`
+	Enabled     *bool           `json:"enabled"`
+	Description *string         `json:"description"`
+	Secret      *string         `json:"secret"`
 }
 
 // URLCheck refuses a webhook URL at registration (--webhook-deny-private).
@@ -117,35 +106,27 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 	if in.URL != nil {
 		u, err := url.Parse(*in.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return badRequest("url", "url must be an absolute http or https URL without credentials.")
+			return app.Invalidf("url", "url must be an absolute http or https URL without credentials.")
 		}
 		if check != nil {
 			if err := check(r.Context(), u); err != nil {
-				return badRequest("url", "url is refused (--webhook-deny-private): %s.", err.Error())
+				return app.Invalidf("url", "url is refused (--webhook-deny-private): %s.", err.Error())
 			}
 		}
 	}
 	if in.EventTypes != nil {
 		for _, t := range *in.EventTypes {
 			if !slices.Contains(store.EventTypes(), t) {
-				return badRequest("event_types", "Unknown event type %q.", t)
+				return app.Invalidf("event_types", "Unknown event type %q.", t)
 			}
 		}
 	}
-	if in.InboxIDs.Set {
-		k := keyFrom(r)
-		if in.InboxIDs.IDs == nil && k.InboxIDs != nil {
-			return badRequest("inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them.")
-		}
-		for _, id := range in.InboxIDs.IDs {
-			if !canSee(k, id) {
-				return badRequest("inbox_ids", "Unknown inbox %q.", id)
-			}
-		}
+	if err := callerFrom(r).MayGrant(in.InboxIDs); err != nil {
+		return err
 	}
 	if in.Secret != nil {
 		if err := webhook.ValidateSecret(*in.Secret); err != nil {
-			return badRequest("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
+			return app.Invalidf("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
 		}
 	}
 	return nil
@@ -153,30 +134,35 @@ func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check U
 
 // canSeeWebhook reports whether an endpoint lies within the key's grant: a
 // key restricted to some inboxes sees only endpoints limited to them.
-func canSeeWebhook(k store.Key, ep store.WebhookEndpoint) bool { return coversInboxes(k, ep.InboxIDs) }
+func canSeeWebhook(k app.Caller, ep store.WebhookEndpoint) bool { return k.CoversInboxes(ep.InboxIDs) }
 
 // webhookEndpoint loads the {webhook_id} of the path within the key's
 // grant; anything outside it is not found.
 func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error) {
-	k := keyFrom(r)
+	k := callerFrom(r)
 	ep, err := s.db.GetWebhookEndpoint(r.Context(), k.ProjectID, chi.URLParam(r, "webhook_id"))
 	if err != nil {
 		return store.WebhookEndpoint{}, err
 	}
 	if !canSeeWebhook(k, ep) {
-		return store.WebhookEndpoint{}, errNotFound
+		return store.WebhookEndpoint{}, app.ErrNotFound
 	}
 	return ep, nil
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	k := keyFrom(r)
-	writeGrantedPage(s, w, r, "webhooks",
+	k := callerFrom(r)
+	page, err := app.GrantedPage(s.app, k, "webhooks", pageParams(r),
 		func(after *store.TimeKey, n int) ([]store.WebhookEndpoint, error) {
 			return s.db.WebhookEndpointsAfter(r.Context(), k.ProjectID, after, n)
 		},
-		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) }, webhookObject,
+		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) },
 		func(ep store.WebhookEndpoint) (time.Time, string) { return ep.CreatedAt, ep.ID })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(w, page, webhookObject)
 }
 
 func (s *Server) createWebhook(check URLCheck) http.HandlerFunc {
@@ -190,14 +176,14 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 		return
 	}
 	if in.URL == nil {
-		s.writeError(w, r, badRequest("url", "url is required."))
+		s.writeError(w, r, app.Invalidf("url", "url is required."))
 		return
 	}
 	if err := s.validateWebhookInput(r, &in, check); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	k := keyFrom(r)
+	k := callerFrom(r)
 	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: in.InboxIDs.IDs, Disabled: in.Enabled != nil && !*in.Enabled}
 	if !in.InboxIDs.Set && k.InboxIDs != nil {
 		ne.InboxIDs = k.InboxIDs // a restricted key's endpoint covers its grant
@@ -215,7 +201,7 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 	}
 	ep, secret, err := s.db.CreateWebhookEndpoint(r.Context(), k.ProjectID, ne)
 	if errors.Is(err, store.ErrNotFound) {
-		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
 		return
 	}
 	if err != nil {
@@ -250,7 +236,7 @@ func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check
 		return
 	}
 	if in.Secret != nil {
-		s.writeError(w, r, badRequest("secret", "Change the secret with POST …/rotate-secret."))
+		s.writeError(w, r, app.Invalidf("secret", "Change the secret with POST …/rotate-secret."))
 		return
 	}
 	if err := s.validateWebhookInput(r, &in, check); err != nil {
@@ -262,7 +248,7 @@ func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check
 		Enabled: in.Enabled, Description: in.Description,
 	})
 	if errors.Is(err, store.ErrNotFound) && in.InboxIDs.Set {
-		s.writeError(w, r, badRequest("inbox_ids", "inbox_ids names an inbox that does not exist."))
+		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
 		return
 	}
 	if err != nil {
@@ -335,7 +321,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	scope := cursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
+	scope := app.CursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
 	after, err := cursorAfter[store.TimeKey](s, r, scope)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -372,7 +358,7 @@ func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.db.RetryWebhookDelivery(r.Context(), ep.ProjectID, ep.ID, chi.URLParam(r, "delivery_id"))
 	if errors.Is(err, store.ErrDelivered) {
-		s.writeError(w, r, &Error{Status: http.StatusConflict, Code: "conflict", Message: "This delivery was already delivered."})
+		s.writeError(w, r, app.Errorf(app.EConflict, "This delivery was already delivered."))
 		return
 	}
 	if err != nil {

@@ -1,0 +1,49 @@
+// Package app owns the use cases of inboxd that every surface offers (the
+// REST API today, MCP and the web console next): who may do what (scopes,
+// inbox-grant masking: a resource outside the grant answers exactly like a
+// missing one), input validation, paging with signed cursors, and the
+// store calls behind each operation. An operation takes the Caller and
+// returns domain objects or an *Error with a code; a surface only decodes,
+// calls and encodes, so no rule can differ between surfaces.
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+// Config configures the operations.
+type Config struct {
+	// Now is the clock (cursor expiry); time.Now when nil.
+	Now func() time.Time
+}
+
+// App is the operations layer over one database. It holds nothing but
+// its dependencies: any number of surfaces may share one.
+type App struct {
+	db     *store.DB
+	now    func() time.Time
+	secret []byte // signs list cursors (cursor.go)
+}
+
+// New returns the operations over db, with the cursor secret it keeps.
+func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	secret, err := db.CursorSecret(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	return &App{db: db, now: cfg.Now, secret: secret}, nil
+}
+
+// Decoder fills v from an operation's input: a request body, a tool's
+// arguments. An operation calls it only after its scope and grant checks,
+// so which error wins stays the same on every surface (scope, then the
+// resource, then the input), and a caller learns nothing from the input
+// errors of an operation it may not run.
+type Decoder func(v any) error

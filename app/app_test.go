@@ -1,0 +1,97 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inboxd/inboxd/store"
+)
+
+// clock is the injectable clock of the tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	db    *store.DB
+	app   *App
+	clock *clock
+	boot  store.Bootstrapped
+	admin Caller // every scope, every inbox
+}
+
+// newEnv opens a real store under t.TempDir (with its writer running) and
+// the operations over it.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); db.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done; db.Close() })
+	a, err := New(ctx, db, Config{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ctx: ctx, db: db, app: a, clock: clk, boot: boot, admin: Caller{Key: boot.AdminKey}}
+}
+
+// inbox creates an inbox in the bootstrapped project, a millisecond after
+// the one before it (created_at orders the project's lists).
+func (e *env) inbox(address string) store.Inbox {
+	e.t.Helper()
+	e.clock.Advance(time.Millisecond)
+	ib, err := e.db.CreateInbox(e.ctx, e.boot.ProjectID, store.NewInbox{Address: address})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ib
+}
+
+// input is a Decoder of a JSON body.
+func input(body string) Decoder {
+	return func(v any) error { return json.Unmarshal([]byte(body), v) }
+}
+
+// untouched is a Decoder for an operation that must refuse before it
+// reads its input.
+func untouched(t *testing.T) Decoder {
+	return func(any) error {
+		t.Helper()
+		t.Error("the operation read its input before refusing")
+		return errors.New("read")
+	}
+}
+
+// caller is a key of the bootstrapped project with scopes, restricted to
+// inboxes (nil: every inbox).
+func (e *env) caller(inboxes []string, scopes ...string) Caller {
+	return Caller{Key: store.Key{ID: "key_test", ProjectID: e.boot.ProjectID, Scopes: scopes, InboxIDs: inboxes}}
+}
