@@ -1,12 +1,10 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -69,38 +67,16 @@ func approvalObject(a store.Approval) approvalJSON {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
+	page, err := s.app.ListApprovals(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), pageParams(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := listLimit(r, 25)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
-	after, err := cursorAfter[store.TimeKey](s, r, scope)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	as, err := s.db.ListApprovals(r.Context(), ib.ID, after, limit+1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writePage(s, w, r, as, limit, scope, approvalObject,
-		func(a store.Approval) any { return store.TimeKey{At: a.RequestedAt.UnixMilli(), ID: a.ID} })
+	writeList(w, page, approvalObject)
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.db.GetApproval(r.Context(), ib.ID, chi.URLParam(r, "approval_id"))
+	a, err := s.app.Approval(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -108,31 +84,26 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, approvalObject(a))
 }
 
-func (s *Server) decide(approve bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ib, err := s.inbox(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		var in struct {
-			Reason string `json:"reason"`
-		}
-		if !approve && r.ContentLength != 0 {
-			if err := s.decodeJSON(w, r, &in); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
-		a, err := s.db.Decide(r.Context(), ib.ID, chi.URLParam(r, "approval_id"), callerFrom(r).ID, approve, in.Reason)
-		if errors.Is(err, store.ErrDecided) {
-			s.writeError(w, r, app.Errorf(app.EConflict, "This approval was already decided."))
-			return
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, approvalObject(a))
+func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
+	a, err := s.app.Approve(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, approvalObject(a))
+}
+
+// reject's body is optional: a request without one (Content-Length 0)
+// rejects with no reason.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
+	decode := s.decoder(w, r)
+	if r.ContentLength == 0 {
+		decode = func(any) error { return nil }
+	}
+	a, err := s.app.Reject(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"), decode)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, approvalObject(a))
 }
