@@ -2,19 +2,14 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
-	"slices"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
-	"github.com/inboxd/inboxd/webhook"
 )
 
 // The webhook objects of SPEC §9. The secret appears only in the answers
@@ -88,76 +83,14 @@ func webhookDeliveryDetail(d store.WebhookDelivery) webhookDeliveryDetailJSON {
 	return out
 }
 
-type webhookInput struct {
-	URL         *string         `json:"url"`
-	EventTypes  *[]string       `json:"event_types"`
-	InboxIDs    app.OptionalIDs `json:"inbox_ids"`
-	Enabled     *bool           `json:"enabled"`
-	Description *string         `json:"description"`
-	Secret      *string         `json:"secret"`
-}
-
-// URLCheck refuses a webhook URL at registration (--webhook-deny-private).
-type URLCheck func(ctx context.Context, u *url.URL) error
-
-// validateWebhookInput checks the fields that are set; inbox_ids must lie within the
-// key's grant, and a restricted key cannot ask for every inbox.
-func (s *Server) validateWebhookInput(r *http.Request, in *webhookInput, check URLCheck) error {
-	if in.URL != nil {
-		u, err := url.Parse(*in.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return app.Invalidf("url", "url must be an absolute http or https URL without credentials.")
-		}
-		if check != nil {
-			if err := check(r.Context(), u); err != nil {
-				return app.Invalidf("url", "url is refused (--webhook-deny-private): %s.", err.Error())
-			}
-		}
-	}
-	if in.EventTypes != nil {
-		for _, t := range *in.EventTypes {
-			if !slices.Contains(store.EventTypes(), t) {
-				return app.Invalidf("event_types", "Unknown event type %q.", t)
-			}
-		}
-	}
-	if err := callerFrom(r).MayGrant(in.InboxIDs); err != nil {
-		return err
-	}
-	if in.Secret != nil {
-		if err := webhook.ValidateSecret(*in.Secret); err != nil {
-			return app.Invalidf("secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes.")
-		}
-	}
-	return nil
-}
-
-// canSeeWebhook reports whether an endpoint lies within the key's grant: a
-// key restricted to some inboxes sees only endpoints limited to them.
-func canSeeWebhook(k app.Caller, ep store.WebhookEndpoint) bool { return k.CoversInboxes(ep.InboxIDs) }
-
 // webhookEndpoint loads the {webhook_id} of the path within the key's
-// grant; anything outside it is not found.
+// grant (app.GrantedWebhook); the route has checked its scope.
 func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error) {
-	k := callerFrom(r)
-	ep, err := s.db.GetWebhookEndpoint(r.Context(), k.ProjectID, chi.URLParam(r, "webhook_id"))
-	if err != nil {
-		return store.WebhookEndpoint{}, err
-	}
-	if !canSeeWebhook(k, ep) {
-		return store.WebhookEndpoint{}, app.ErrNotFound
-	}
-	return ep, nil
+	return s.app.GrantedWebhook(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"))
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	k := callerFrom(r)
-	page, err := app.GrantedPage(s.app, k, "webhooks", pageParams(r),
-		func(after *store.TimeKey, n int) ([]store.WebhookEndpoint, error) {
-			return s.db.WebhookEndpointsAfter(r.Context(), k.ProjectID, after, n)
-		},
-		func(ep store.WebhookEndpoint) bool { return canSeeWebhook(k, ep) },
-		func(ep store.WebhookEndpoint) (time.Time, string) { return ep.CreatedAt, ep.ID })
+	page, err := s.app.ListWebhooks(r.Context(), callerFrom(r), pageParams(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -165,45 +98,8 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	writeList(w, page, webhookObject)
 }
 
-func (s *Server) createWebhook(check URLCheck) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.createWebhookWith(w, r, check) }
-}
-
-func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check URLCheck) {
-	var in webhookInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if in.URL == nil {
-		s.writeError(w, r, app.Invalidf("url", "url is required."))
-		return
-	}
-	if err := s.validateWebhookInput(r, &in, check); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	k := callerFrom(r)
-	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: in.InboxIDs.IDs, Disabled: in.Enabled != nil && !*in.Enabled}
-	if !in.InboxIDs.Set && k.InboxIDs != nil {
-		ne.InboxIDs = k.InboxIDs // a restricted key's endpoint covers its grant
-	}
-	if in.EventTypes != nil {
-		ne.EventTypes = *in.EventTypes
-	}
-	if in.Description != nil {
-		ne.Description = *in.Description
-	}
-	if in.Secret != nil {
-		ne.Secret = *in.Secret
-	} else {
-		ne.Secret = webhook.NewSecret()
-	}
-	ep, secret, err := s.db.CreateWebhookEndpoint(r.Context(), k.ProjectID, ne)
-	if errors.Is(err, store.ErrNotFound) {
-		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
-		return
-	}
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
+	ep, secret, err := s.app.CreateWebhook(r.Context(), callerFrom(r), s.decoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -212,7 +108,7 @@ func (s *Server) createWebhookWith(w http.ResponseWriter, r *http.Request, check
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
+	ep, err := s.app.Webhook(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -220,37 +116,8 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, webhookObject(ep))
 }
 
-func (s *Server) updateWebhook(check URLCheck) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.updateWebhookWith(w, r, check) }
-}
-
-func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check URLCheck) {
-	ep, err := s.webhookEndpoint(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var in webhookInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if in.Secret != nil {
-		s.writeError(w, r, app.Invalidf("secret", "Change the secret with POST …/rotate-secret."))
-		return
-	}
-	if err := s.validateWebhookInput(r, &in, check); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ep, err = s.db.UpdateWebhookEndpoint(r.Context(), ep.ProjectID, ep.ID, store.WebhookEndpointPatch{
-		URL: in.URL, EventTypes: in.EventTypes, SetInboxIDs: in.InboxIDs.Set, InboxIDs: in.InboxIDs.IDs,
-		Enabled: in.Enabled, Description: in.Description,
-	})
-	if errors.Is(err, store.ErrNotFound) && in.InboxIDs.Set {
-		s.writeError(w, r, app.Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist."))
-		return
-	}
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) {
+	ep, err := s.app.UpdateWebhook(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"), s.decoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -259,55 +126,38 @@ func (s *Server) updateWebhookWith(w http.ResponseWriter, r *http.Request, check
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
+	ep, err := s.app.DeleteWebhook(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.db.DeleteWebhookEndpoint(r.Context(), ep.ProjectID, ep.ID); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": ep.ID, "deleted": true})
 }
 
-// rotateWebhookSecret takes an optional body {"secret": …}; without one a
-// secret is generated.
+// rotateWebhookSecret takes an optional body {"secret": …}; without one
+// (an empty or blank body) a secret is generated.
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		s.writeError(w, r, decodeError(err))
-		return
-	}
-	var in struct {
-		Secret *string `json:"secret"`
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err := s.decodeJSON(w, r, &in); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	secret := webhook.NewSecret()
-	if in.Secret != nil {
-		if err := s.validateWebhookInput(r, &webhookInput{Secret: in.Secret}, nil); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		secret = *in.Secret
-	}
-	ep, secret, err = s.db.RotateWebhookSecret(r.Context(), ep.ProjectID, ep.ID, secret)
+	ep, secret, err := s.app.RotateWebhookSecret(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"), s.optionalDecoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, webhookWithSecretJSON{webhookObject(ep), secret})
+}
+
+// optionalDecoder is decoder for a body that may be left out: a body of
+// nothing but whitespace leaves the value as it is.
+func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Decoder {
+	return func(v any) error {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+		if err != nil {
+			return decodeError(err)
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil
+		}
+		return decodeStrict(bytes.NewReader(body), v)
+	}
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {

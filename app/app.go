@@ -19,14 +19,18 @@ import (
 type Config struct {
 	// Now is the clock (cursor expiry); time.Now when nil.
 	Now func() time.Time
+	// CheckWebhookURL, when set, refuses webhook URLs at registration
+	// (--webhook-deny-private: webhook.CheckURL).
+	CheckWebhookURL URLCheck
 }
 
 // App is the operations layer over one database. It holds nothing but
 // its dependencies: any number of surfaces may share one.
 type App struct {
-	db     *store.DB
-	now    func() time.Time
-	secret []byte // signs list cursors (cursor.go)
+	db       *store.DB
+	now      func() time.Time
+	secret   []byte   // signs list cursors (cursor.go)
+	checkURL URLCheck // nil: every http(s) URL is accepted
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -38,7 +42,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &App{db: db, now: cfg.Now, secret: secret}, nil
+	return &App{db: db, now: cfg.Now, secret: secret, checkURL: cfg.CheckWebhookURL}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's

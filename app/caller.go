@@ -59,6 +59,21 @@ func (c Caller) Covers(other store.Key) bool {
 	return c.CoversInboxes(other.InboxIDs)
 }
 
+// Granted is the inboxes that ids, once MayGrant has let them through,
+// give a new key or webhook endpoint: as listed, or, left out, the
+// caller's own.
+func (c Caller) Granted(ids OptionalIDs) []string {
+	if !ids.Set {
+		return c.InboxIDs
+	}
+	return ids.IDs
+}
+
+// errUnknownInbox is the answer when the inbox_ids given a new key or
+// endpoint name an inbox that does not exist (only an unrestricted caller
+// gets that far: MayGrant refuses any other inbox outside a grant).
+var errUnknownInbox = Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist.")
+
 // MayGrant is nil when the caller may hand out ids as the inboxes of a key
 // or webhook endpoint: each within its own grant, and null (every inbox)
 // only from an unrestricted caller. Left out, they are the caller's own,

@@ -82,13 +82,9 @@ func (a *App) CreateKey(ctx context.Context, c Caller, decode Decoder) (store.Ke
 	if err := c.MayGrant(in.InboxIDs); err != nil {
 		return store.Key{}, "", err
 	}
-	inboxes := in.InboxIDs.IDs
-	if !in.InboxIDs.Set {
-		inboxes = c.InboxIDs // left out: the caller's own inboxes
-	}
-	k, token, err := a.db.CreateKey(ctx, c.ProjectID, in.Name, in.Scopes, inboxes)
+	k, token, err := a.db.CreateKey(ctx, c.ProjectID, in.Name, in.Scopes, c.Granted(in.InboxIDs))
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Key{}, "", Invalidf("inbox_ids", "inbox_ids names an inbox that does not exist.")
+		return store.Key{}, "", errUnknownInbox
 	}
 	return k, token, err
 }
