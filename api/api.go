@@ -2,8 +2,8 @@
 // (all in routes below), authentication, the error envelope and the one
 // table from an app error code to its status, the JSON of the objects,
 // and the OpenAPI document. The use cases are app's: the routes that have
-// moved there (me, inboxes, keys, approvals, webhook endpoints) only
-// decode, call and encode.
+// moved there (me, inboxes, keys, approvals, webhooks) only decode, call
+// and encode.
 package api
 
 import (
@@ -134,8 +134,8 @@ func (s *Server) routes(cfg Config) http.Handler {
 		}
 		r.Get("/v1/me", s.me)
 		// The operations of app check their own scopes (me, inboxes,
-		// keys, approvals, webhook endpoints); need checks them here for
-		// the routes that have not moved into app yet.
+		// keys, approvals, webhooks); need checks them here for the
+		// routes that have not moved into app yet.
 		r.Route("/v1/projects/{project_id}", func(r chi.Router) {
 			r.Use(s.inProject)
 			r.Get("/inboxes", s.listInboxes)
@@ -165,9 +165,9 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Patch("/webhooks/{webhook_id}", s.updateWebhook)
 			r.Delete("/webhooks/{webhook_id}", s.deleteWebhook)
 			r.Post("/webhooks/{webhook_id}/rotate-secret", s.rotateWebhookSecret)
-			r.Get("/webhooks/{webhook_id}/deliveries", s.need("webhooks:read", s.listWebhookDeliveries))
-			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.need("webhooks:read", s.getWebhookDelivery))
-			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.need("webhooks:write", s.retryWebhookDelivery))
+			r.Get("/webhooks/{webhook_id}/deliveries", s.listWebhookDeliveries)
+			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.getWebhookDelivery)
+			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)
 			r.Get("/keys", s.listKeys)
 			r.Post("/keys", s.createKey)
 			r.Delete("/keys/{key_id}", s.revokeKey)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
@@ -83,12 +82,6 @@ func webhookDeliveryDetail(d store.WebhookDelivery) webhookDeliveryDetailJSON {
 	return out
 }
 
-// webhookEndpoint loads the {webhook_id} of the path within the key's
-// grant (app.GrantedWebhook); the route has checked its scope.
-func (s *Server) webhookEndpoint(r *http.Request) (store.WebhookEndpoint, error) {
-	return s.app.GrantedWebhook(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"))
-}
-
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	page, err := s.app.ListWebhooks(r.Context(), callerFrom(r), pageParams(r))
 	if err != nil {
@@ -145,8 +138,8 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, webhookWithSecretJSON{webhookObject(ep), secret})
 }
 
-// optionalDecoder is decoder for a body that may be left out: a body of
-// nothing but whitespace leaves the value as it is.
+// optionalDecoder is the decoder of a body that may be left out: an empty
+// body, or one of nothing but whitespace, leaves the value as it is.
 func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Decoder {
 	return func(v any) error {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
@@ -161,38 +154,16 @@ func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Dec
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
+	page, err := s.app.ListWebhookDeliveries(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"), pageParams(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := listLimit(r, 25)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	scope := app.CursorScope{Project: ep.ProjectID, List: "webhook_deliveries", Extra: ep.ID}
-	after, err := cursorAfter[store.TimeKey](s, r, scope)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ds, err := s.db.WebhookDeliveries(r.Context(), ep.ProjectID, ep.ID, after, limit+1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writePage(s, w, r, ds, limit, scope, webhookDeliveryObject,
-		func(d store.WebhookDelivery) any { return store.TimeKey{At: d.CreatedAt.UnixMilli(), ID: d.ID} })
+	writeList(w, page, webhookDeliveryObject)
 }
 
 func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := s.db.GetWebhookDelivery(r.Context(), ep.ProjectID, ep.ID, chi.URLParam(r, "delivery_id"))
+	d, err := s.app.WebhookDelivery(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"), chi.URLParam(r, "delivery_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -201,16 +172,7 @@ func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.webhookEndpoint(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := s.db.RetryWebhookDelivery(r.Context(), ep.ProjectID, ep.ID, chi.URLParam(r, "delivery_id"))
-	if errors.Is(err, store.ErrDelivered) {
-		s.writeError(w, r, app.Errorf(app.EConflict, "This delivery was already delivered."))
-		return
-	}
+	d, err := s.app.RetryWebhookDelivery(r.Context(), callerFrom(r), chi.URLParam(r, "webhook_id"), chi.URLParam(r, "delivery_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

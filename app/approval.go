@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -21,22 +22,11 @@ func (a *App) ListApprovals(ctx context.Context, c Caller, inboxID string, p Pag
 	if err != nil {
 		return Page[store.Approval]{}, err
 	}
-	limit, err := p.Size(25)
-	if err != nil {
-		return Page[store.Approval]{}, err
-	}
-	scope := CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"}
-	after, err := Position[store.TimeKey](a, scope, p.Cursor)
-	if err != nil {
-		return Page[store.Approval]{}, err
-	}
-	as, err := a.db.ListApprovals(ctx, ib.ID, after, limit+1)
-	if err != nil {
-		return Page[store.Approval]{}, err
-	}
-	return NewPage(a, as, limit, scope, func(ap store.Approval) any {
-		return store.TimeKey{At: ap.RequestedAt.UnixMilli(), ID: ap.ID}
-	})
+	return timeKeyPage(a, p, CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "approvals"},
+		func(after *store.TimeKey, n int) ([]store.Approval, error) {
+			return a.db.ListApprovals(ctx, ib.ID, after, n)
+		},
+		func(ap store.Approval) (time.Time, string) { return ap.RequestedAt, ap.ID })
 }
 
 // Approval is one approval of an inbox of the caller's grant.

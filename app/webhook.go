@@ -24,11 +24,10 @@ type URLCheck func(ctx context.Context, u *url.URL) error
 // them; any other answers exactly like one that does not exist.
 func (c Caller) seesWebhook(ep store.WebhookEndpoint) bool { return c.CoversInboxes(ep.InboxIDs) }
 
-// GrantedWebhook loads an endpoint of the caller's project that its grant
-// sees (seesWebhook): any other is ErrNotFound. It checks no scope: it is
-// for the operations that check their own (and, until issue 14 moves
-// them here, for api's delivery routes).
-func (a *App) GrantedWebhook(ctx context.Context, c Caller, webhookID string) (store.WebhookEndpoint, error) {
+// grantedWebhook loads an endpoint of the caller's project that its grant
+// sees (seesWebhook): any other is ErrNotFound. It checks no scope: the
+// operations that call it check their own.
+func (a *App) grantedWebhook(ctx context.Context, c Caller, webhookID string) (store.WebhookEndpoint, error) {
 	ep, err := a.db.GetWebhookEndpoint(ctx, c.ProjectID, webhookID)
 	if err != nil {
 		return store.WebhookEndpoint{}, err
@@ -57,7 +56,7 @@ func (a *App) Webhook(ctx context.Context, c Caller, webhookID string) (store.We
 	if err := c.Need("webhooks:read"); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	return a.GrantedWebhook(ctx, c, webhookID)
+	return a.grantedWebhook(ctx, c, webhookID)
 }
 
 // WebhookInput is the input of CreateWebhook and UpdateWebhook; a nil
@@ -150,7 +149,7 @@ func (a *App) UpdateWebhook(ctx context.Context, c Caller, webhookID string, dec
 	if err := c.Need("webhooks:write"); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	ep, err := a.GrantedWebhook(ctx, c, webhookID)
+	ep, err := a.grantedWebhook(ctx, c, webhookID)
 	if err != nil {
 		return store.WebhookEndpoint{}, err
 	}
@@ -180,7 +179,7 @@ func (a *App) DeleteWebhook(ctx context.Context, c Caller, webhookID string) (st
 	if err := c.Need("webhooks:write"); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	ep, err := a.GrantedWebhook(ctx, c, webhookID)
+	ep, err := a.grantedWebhook(ctx, c, webhookID)
 	if err != nil {
 		return store.WebhookEndpoint{}, err
 	}
@@ -205,7 +204,7 @@ func (a *App) RotateWebhookSecret(ctx context.Context, c Caller, webhookID strin
 	if err := c.Need("webhooks:write"); err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
-	ep, err := a.GrantedWebhook(ctx, c, webhookID)
+	ep, err := a.grantedWebhook(ctx, c, webhookID)
 	if err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
