@@ -90,7 +90,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	ops, err := app.New(ctx, db, app.Config{Now: cfg.Now})
+	ops, err := app.New(ctx, db, app.Config{Now: cfg.Now, Logger: cfg.Logger, Draining: cfg.Draining, PollWaiting: cfg.pollWaiting})
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
@@ -141,9 +141,9 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/inboxes/{inbox_id}", s.getInbox)
 			r.Patch("/inboxes/{inbox_id}", s.updateInbox)
 			r.Delete("/inboxes/{inbox_id}", s.deleteInbox)
-			r.Get("/inboxes/{inbox_id}/threads", s.need("threads:read", s.listThreads))
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.need("threads:read", s.getThread))
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.need("messages:read", s.threadMessages))
+			r.Get("/inboxes/{inbox_id}/threads", s.listThreads)
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.getThread)
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.threadMessages)
 			r.Get("/inboxes/{inbox_id}/messages", s.need("messages:read", s.inboxMessages))
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.need("messages:read", s.getMessage))
 			r.Post("/inboxes/{inbox_id}/messages", s.need("messages:send", s.send))

@@ -111,18 +111,6 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
-func intParam(r *http.Request, name string) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, app.Invalidf(name, "%s must be a non-negative integer.", name)
-	}
-	return n, nil
-}
-
 // bodyDeadline bounds the time a request body takes to arrive, so a body
 // trickled a byte at a time cannot hold a connection and its handler for
 // ever. (http.Server's ReadTimeout and WriteTimeout would bound the whole

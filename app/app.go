@@ -10,6 +10,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -17,8 +18,19 @@ import (
 
 // Config configures the operations.
 type Config struct {
-	// Now is the clock (cursor expiry); time.Now when nil.
+	// Now is the clock (cursor expiry, the time of simulated mail);
+	// time.Now when nil.
 	Now func() time.Time
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
+	// Draining, once closed, says the server is shutting down: long-polls
+	// answer at once with what there is, the answer an expired wait gives
+	// (SPEC §13).
+	Draining <-chan struct{}
+
+	// PollWaiting, for tests, is called each time a long-poll is about to
+	// wait for a commit.
+	PollWaiting func()
 }
 
 // App is the operations layer over one database. It holds nothing but
@@ -26,7 +38,11 @@ type Config struct {
 type App struct {
 	db     *store.DB
 	now    func() time.Time
+	log    *slog.Logger
 	secret []byte // signs list cursors (cursor.go)
+
+	draining    <-chan struct{} // long-polls (poll.go)
+	pollWaiting func()
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -34,11 +50,15 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	secret, err := db.CursorSecret(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &App{db: db, now: cfg.Now, secret: secret}, nil
+	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret,
+		draining: cfg.Draining, pollWaiting: cfg.PollWaiting}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's
