@@ -15,67 +15,36 @@ import (
 	"github.com/inboxd/inboxd/store"
 )
 
-// extras loads the attachments of a page of messages (unless none of them
-// can have any), and the recipients' delivery statuses of its outbound
-// ones, in up to two queries.
-func (s *Server) extras(r *http.Request, page []store.Message, attachments bool) (map[string][]store.Attachment, map[string][]store.DeliveryStatus, error) {
-	var ids, out []string
-	for _, m := range page {
-		if attachments {
-			ids = append(ids, m.ID)
-		}
-		if m.Direction == "outbound" {
-			out = append(out, m.ID)
-		}
-	}
-	atts, err := s.db.AttachmentsOf(r.Context(), ids)
+func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	msgs, err := s.app.InboxMessages(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"),
+		app.InboxMessagesParams{PageParams: pageParams(r), Q: q.Get("q"), Direction: q.Get("direction")})
 	if err != nil {
-		return nil, nil, err
+		s.writeError(w, r, err)
+		return
 	}
-	dels, err := s.db.DeliveriesOf(r.Context(), out)
-	return atts, dels, err
+	writeList(w, msgs.Page, func(m store.Message) messageJSON {
+		return messageObject(m, msgs.Inbox.Environment, msgs.Attachments[m.ID], msgs.Deliveries[m.ID])
+	})
 }
 
-func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	v, err := s.app.Message(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := listLimit(r, 25)
-	if err != nil {
+	o := messageObject(v.Message, v.Inbox.Environment, v.Attachments, v.Deliveries)
+	writeJSON(w, http.StatusOK, &o)
+}
+
+func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "message_id")
+	if err := s.app.DeleteMessage(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	q, err := searchParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	direction := r.URL.Query().Get("direction")
-	if direction != "" && direction != "inbound" && direction != "outbound" {
-		s.writeError(w, r, app.Invalidf("direction", "direction must be inbound or outbound."))
-		return
-	}
-	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
-	after, err := cursorAfter[store.TimeKey](s, r, scope)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	msgs, err := s.db.InboxPage(r.Context(), ib.ID, q, direction, after, limit+1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))], true)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writePage(s, w, r, msgs, limit, scope,
-		func(m store.Message) messageJSON { return messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]) },
-		func(m store.Message) any { return store.TimeKey{At: m.CreatedAt.UnixMilli(), ID: m.ID} })
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
 // message loads the {message_id} of the path; deleted messages are not
@@ -90,34 +59,6 @@ func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
 		err = app.ErrNotFound
 	}
 	return ib, m, err
-}
-
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	atts, dels, err := s.extras(r, []store.Message{m}, true)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	o := messageObject(m, ib.Environment, atts[m.ID], dels[m.ID])
-	writeJSON(w, http.StatusOK, &o)
-}
-
-func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.db.DeleteMessage(r.Context(), ib.ID, m.ID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "deleted": true})
 }
 
 // getBody streams the body object from storage: each part is decompressed,

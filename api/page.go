@@ -1,12 +1,10 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 // writePage answers a list fetched with limit+1 rows (app.NewPage).
@@ -79,15 +77,4 @@ func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found b
 // absent).
 func cursorAfter[K any](s *Server, r *http.Request, scope app.CursorScope) (*K, error) {
 	return app.Position[K](s.app, scope, r.URL.Query().Get("cursor"))
-}
-
-func searchParam(r *http.Request) (store.Query, error) {
-	q, err := store.ParseQuery(r.URL.Query().Get("q"))
-	switch {
-	case errors.Is(err, store.ErrQueryNotUTF8):
-		return store.Query{}, app.Invalidf("q", "q must be UTF-8 text.")
-	case err != nil:
-		return store.Query{}, app.Invalidf("q", "q has an unbalanced double quote.")
-	}
-	return q, nil
 }
