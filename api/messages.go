@@ -47,20 +47,6 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
-// message loads the {message_id} of the path; deleted messages are not
-// found.
-func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
-	ib, err := s.inbox(r)
-	if err != nil {
-		return store.Inbox{}, store.Message{}, err
-	}
-	m, err := s.db.GetMessage(r.Context(), ib.ID, chi.URLParam(r, "message_id"))
-	if err == nil && m.Deleted {
-		err = app.ErrNotFound
-	}
-	return ib, m, err
-}
-
 // getBody streams the body object from storage: each part is decompressed,
 // sanitized (html) and JSON-escaped on its way to the client, so a request
 // holds a piece of the packed body and some buffers, never the text
@@ -71,29 +57,15 @@ func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
 // client is still an error response; after, the answer is cut short and
 // the failure logged.
 func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
+	b, err := s.app.MessageBody(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	b, err := s.db.OpenBody(r.Context(), m.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var cid func(string) (string, bool)
-	if b.HTML != nil {
-		atts, err := s.db.Attachments(r.Context(), m.ID)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		cid = cidURLs(ib, m.ID, atts)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	sw := &startedWriter{w: w}
 	bw := bufio.NewWriterSize(sw, 32<<10)
-	if err = writeBodyJSON(r.Context(), bw, b, m.RawStored, cid); err == nil {
+	if err = writeBodyJSON(r.Context(), bw, b.Parts, b.Message.RawStored, cidURLs(b)); err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
@@ -101,7 +73,7 @@ func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		s.abortStream(r, "api: body stream failed", "message", m.ID, "err", err)
+		s.abortStream(r, "api: body stream failed", "message", b.Message.ID, "err", err)
 	}
 }
 
@@ -145,26 +117,24 @@ func copyPart(ctx context.Context, p *store.BodyPart) func(io.Writer) error {
 	}
 }
 
-// cidURLs maps the Content-ID of each clean part to the URL it is served
-// at (the first part wins a Content-ID used twice); nil when there is none.
-func cidURLs(ib store.Inbox, messageID string, atts []store.Attachment) func(string) (string, bool) {
-	urls := map[string]string{}
-	for _, a := range atts {
-		if _, dup := urls[a.ContentID]; a.ContentID != "" && a.ScanStatus == "clean" && !dup {
-			urls[a.ContentID] = "/v1/projects/" + ib.ProjectID + "/inboxes/" + ib.ID + "/messages/" + messageID + "/attachments/" + a.ID
-		}
-	}
-	if len(urls) == 0 {
+// cidURLs maps the Content-ID of each inline part of a body (app.Body's
+// Inline) to the URL it is served at; nil when there is none.
+func cidURLs(b app.Body) func(string) (string, bool) {
+	if b.Inline == nil {
 		return nil
 	}
+	prefix := "/v1/projects/" + b.Inbox.ProjectID + "/inboxes/" + b.Inbox.ID + "/messages/" + b.Message.ID + "/attachments/"
 	return func(id string) (string, bool) {
-		u, ok := urls[id]
-		return u, ok
+		att, ok := b.Inline[id]
+		if !ok {
+			return "", false
+		}
+		return prefix + att, true
 	}
 }
 
 func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
-	_, m, err := s.message(r)
+	m, stream, err := s.app.RawMessage(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -173,7 +143,7 @@ func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": m.ID + ".eml"}))
 	sw := &startedWriter{w: w}
-	if err := s.db.WriteRaw(r.Context(), sw, m.ID); err != nil {
+	if err := stream(sw); err != nil {
 		if !sw.started {
 			w.Header().Del("Content-Disposition")
 			s.writeError(w, r, err)
@@ -207,18 +177,9 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
-	_, m, err := s.message(r)
+	a, stream, err := s.app.Attachment(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"), chi.URLParam(r, "attachment_id"))
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.db.AttachmentOf(r.Context(), m.ID, chi.URLParam(r, "attachment_id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if a.ScanStatus != "clean" {
-		s.writeError(w, r, app.Errorf(app.EPermissionDenied, "This attachment is not downloadable (scan_status %s).", a.ScanStatus))
 		return
 	}
 	name := a.Filename
@@ -229,7 +190,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	sw := &startedWriter{w: w}
-	if err := s.db.WriteAttachment(r.Context(), sw, a.ID); err != nil {
+	if err := stream(sw); err != nil {
 		if !sw.started {
 			w.Header().Del("Content-Disposition")
 			s.writeError(w, r, err)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -142,4 +143,91 @@ func (a *App) DeleteMessage(ctx context.Context, c Caller, inboxID, messageID st
 		return err
 	}
 	return a.db.DeleteMessage(ctx, ib.ID, m.ID)
+}
+
+// Body is a message's body, opened for streaming: each part is read from
+// storage as it is copied, never held whole.
+type Body struct {
+	Inbox   store.Inbox
+	Message store.Message
+	Parts   store.BodyParts
+	// Inline maps the Content-ID of each downloadable part to its
+	// attachment id (the first part wins a Content-ID used twice), for the
+	// cid: references of the HTML; nil when there is no HTML or no such
+	// part.
+	Inline map[string]string
+}
+
+// MessageBody opens the body of a message of the caller's grant.
+func (a *App) MessageBody(ctx context.Context, c Caller, inboxID, messageID string) (Body, error) {
+	if err := c.Need("messages:read"); err != nil {
+		return Body{}, err
+	}
+	ib, m, err := a.message(ctx, c, inboxID, messageID)
+	if err != nil {
+		return Body{}, err
+	}
+	parts, err := a.db.OpenBody(ctx, m.ID)
+	if err != nil {
+		return Body{}, err
+	}
+	b := Body{Inbox: ib, Message: m, Parts: parts}
+	if parts.HTML != nil {
+		atts, err := a.db.Attachments(ctx, m.ID)
+		if err != nil {
+			return Body{}, err
+		}
+		for _, at := range atts {
+			if _, dup := b.Inline[at.ContentID]; at.ContentID != "" && Downloadable(at) && !dup {
+				if b.Inline == nil {
+					b.Inline = map[string]string{}
+				}
+				b.Inline[at.ContentID] = at.ID
+			}
+		}
+	}
+	return b, nil
+}
+
+// Stream writes content that its operation's checks have let through,
+// read from storage as it is written: a surface sets up its answer (its
+// headers) knowing that the content follows. An error before the first
+// write is an answer like any other; after, the content is cut short.
+type Stream func(w io.Writer) error
+
+// RawMessage is the original message as received, of a message of the
+// caller's grant.
+func (a *App) RawMessage(ctx context.Context, c Caller, inboxID, messageID string) (store.Message, Stream, error) {
+	if err := c.Need("messages:raw"); err != nil {
+		return store.Message{}, nil, err
+	}
+	_, m, err := a.message(ctx, c, inboxID, messageID)
+	if err != nil {
+		return store.Message{}, nil, err
+	}
+	return m, func(w io.Writer) error { return a.db.WriteRaw(ctx, w, m.ID) }, nil
+}
+
+// Downloadable reports whether an attachment may be fetched: only what
+// the scan found clean (SPEC §5.3).
+func Downloadable(at store.Attachment) bool { return at.ScanStatus == "clean" }
+
+// Attachment is a downloadable attachment of a message of the caller's
+// grant, decoded; any other is permission_denied.
+func (a *App) Attachment(ctx context.Context, c Caller, inboxID, messageID, attachmentID string) (store.Attachment, Stream, error) {
+	if err := c.Need("messages:read"); err != nil {
+		return store.Attachment{}, nil, err
+	}
+	_, m, err := a.message(ctx, c, inboxID, messageID)
+	if err != nil {
+		return store.Attachment{}, nil, err
+	}
+	at, err := a.db.AttachmentOf(ctx, m.ID, attachmentID)
+	if err != nil {
+		return store.Attachment{}, nil, err
+	}
+	if !Downloadable(at) {
+		return store.Attachment{}, nil, Errorf(EPermissionDenied, "This attachment is not downloadable (scan_status %s).", at.ScanStatus)
+	}
+	return at, func(w io.Writer) error { return a.db.WriteAttachment(ctx, w, at.ID) }, nil
 }
