@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/inboxd/inboxd/app"
 )
@@ -38,39 +37,6 @@ func listOf[R, T any](page app.Page[R], render func(R) T) listJSON[T] {
 		out.NextCursor = &page.Next
 	}
 	return out
-}
-
-// poll runs query until it finds something or wait runs out (wait 0:
-// once). The change signal is taken before each query, so a commit between
-// the query and the wait is never missed; waiters are woken by commits,
-// never by polling the database.
-func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found bool, err error)) error {
-	var deadline <-chan time.Time
-	if wait > 0 {
-		s.log.Debug("api: long-poll", "path", r.URL.Path, "wait", wait)
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	for {
-		changed := s.db.Changed()
-		found, err := query()
-		if err != nil || found || deadline == nil {
-			return err
-		}
-		if s.pollWaiting != nil {
-			s.pollWaiting()
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return nil
-		case <-s.draining:
-			return nil
-		case <-r.Context().Done():
-			return nil
-		}
-	}
 }
 
 // cursorAfter decodes the ?cursor= of a list into its keyset position (nil when

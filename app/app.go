@@ -31,6 +31,9 @@ type Config struct {
 	// PollWaiting, for tests, is called each time a long-poll is about to
 	// wait for a commit.
 	PollWaiting func()
+	// EventScan, for tests, replaces the bound on the events one read of
+	// the log examines (eventScan) when it is not 0.
+	EventScan int
 }
 
 // App is the operations layer over one database. It holds nothing but
@@ -43,6 +46,7 @@ type App struct {
 
 	draining    <-chan struct{} // long-polls (poll.go)
 	pollWaiting func()
+	eventScan   int // events examined at most by one read of the log
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -53,12 +57,15 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.EventScan == 0 {
+		cfg.EventScan = eventScan
+	}
 	secret, err := db.CursorSecret(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret,
-		draining: cfg.Draining, pollWaiting: cfg.PollWaiting}, nil
+		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's
