@@ -27,6 +27,9 @@ type Config struct {
 	// answer at once with what there is, the answer an expired wait gives
 	// (SPEC §13).
 	Draining <-chan struct{}
+	// Composer builds the simulated mail TestInbound is given in
+	// structured form; without one, that form fails as an error of ours.
+	Composer Composer
 
 	// PollWaiting, for tests, is called each time a long-poll is about to
 	// wait for a commit.
@@ -46,7 +49,8 @@ type App struct {
 
 	draining    <-chan struct{} // long-polls (poll.go)
 	pollWaiting func()
-	eventScan   int // events examined at most by one read of the log
+	eventScan   int      // events examined at most by one read of the log
+	composer    Composer // test inbound's structured form
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -65,7 +69,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret,
-		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan}, nil
+		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan, composer: cfg.Composer}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's
