@@ -27,10 +27,10 @@ import (
 // webhook imports only store, so this makes no cycle.
 //
 // api still imports store, outbound and webhook: issue 14 moves its routes
-// into app a few at a time (step 1: me, inboxes, keys), and the step that
-// moves the last of them (threads, messages, send, approvals, events,
-// webhooks, test inbound) drops those three from api's list, leaving
-// api → app only.
+// into app a few at a time (step 1: me, inboxes, keys; step 2: threads,
+// messages, events, test inbound), and the step that moves the last of
+// them (send, approvals, webhooks) drops those three from api's list,
+// leaving api → app only.
 var allowedDeps = map[string][]string{
 	"message":  {},
 	"spool":    {},

@@ -61,8 +61,8 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 			answers[i] <- answer{code, body, err}
 		}()
 	}
-	s.stderr.await(t, `msg="api: long-poll" path=\S+/messages `)
-	s.stderr.await(t, `msg="api: long-poll" path=\S+/events `)
+	s.stderr.await(t, `msg="app: long-poll" op=thread_messages `)
+	s.stderr.await(t, `msg="app: long-poll" op=events `)
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.stop() }()

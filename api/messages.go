@@ -15,109 +15,36 @@ import (
 	"github.com/inboxd/inboxd/store"
 )
 
-// extras loads the attachments of a page of messages (unless none of them
-// can have any), and the recipients' delivery statuses of its outbound
-// ones, in up to two queries.
-func (s *Server) extras(r *http.Request, page []store.Message, attachments bool) (map[string][]store.Attachment, map[string][]store.DeliveryStatus, error) {
-	var ids, out []string
-	for _, m := range page {
-		if attachments {
-			ids = append(ids, m.ID)
-		}
-		if m.Direction == "outbound" {
-			out = append(out, m.ID)
-		}
-	}
-	atts, err := s.db.AttachmentsOf(r.Context(), ids)
-	if err != nil {
-		return nil, nil, err
-	}
-	dels, err := s.db.DeliveriesOf(r.Context(), out)
-	return atts, dels, err
-}
-
 func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
-	ib, err := s.inbox(r)
+	q := r.URL.Query()
+	msgs, err := s.app.InboxMessages(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"),
+		app.InboxMessagesParams{PageParams: pageParams(r), Q: q.Get("q"), Direction: q.Get("direction")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := listLimit(r, 25)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	q, err := searchParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	direction := r.URL.Query().Get("direction")
-	if direction != "" && direction != "inbound" && direction != "outbound" {
-		s.writeError(w, r, app.Invalidf("direction", "direction must be inbound or outbound."))
-		return
-	}
-	scope := app.CursorScope{Project: ib.ProjectID, Inbox: ib.ID, List: "inbox_messages", Query: q.String(), Extra: direction}
-	after, err := cursorAfter[store.TimeKey](s, r, scope)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	msgs, err := s.db.InboxPage(r.Context(), ib.ID, q, direction, after, limit+1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	atts, dels, err := s.extras(r, msgs[:min(limit, len(msgs))], true)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writePage(s, w, r, msgs, limit, scope,
-		func(m store.Message) messageJSON { return messageObject(m, ib.Environment, atts[m.ID], dels[m.ID]) },
-		func(m store.Message) any { return store.TimeKey{At: m.CreatedAt.UnixMilli(), ID: m.ID} })
-}
-
-// message loads the {message_id} of the path; deleted messages are not
-// found.
-func (s *Server) message(r *http.Request) (store.Inbox, store.Message, error) {
-	ib, err := s.inbox(r)
-	if err != nil {
-		return store.Inbox{}, store.Message{}, err
-	}
-	m, err := s.db.GetMessage(r.Context(), ib.ID, chi.URLParam(r, "message_id"))
-	if err == nil && m.Deleted {
-		err = app.ErrNotFound
-	}
-	return ib, m, err
+	writeList(w, msgs.Page, func(m store.Message) messageJSON {
+		return messageObject(m, msgs.Inbox.Environment, msgs.Attachments[m.ID], msgs.Deliveries[m.ID])
+	})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
+	v, err := s.app.Message(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	atts, dels, err := s.extras(r, []store.Message{m}, true)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	o := messageObject(m, ib.Environment, atts[m.ID], dels[m.ID])
+	o := messageObject(v.Message, v.Inbox.Environment, v.Attachments, v.Deliveries)
 	writeJSON(w, http.StatusOK, &o)
 }
 
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
-	if err != nil {
+	id := chi.URLParam(r, "message_id")
+	if err := s.app.DeleteMessage(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.db.DeleteMessage(r.Context(), ib.ID, m.ID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "deleted": true})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
 // getBody streams the body object from storage: each part is decompressed,
@@ -130,29 +57,15 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 // client is still an error response; after, the answer is cut short and
 // the failure logged.
 func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
-	ib, m, err := s.message(r)
+	b, err := s.app.MessageBody(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	b, err := s.db.OpenBody(r.Context(), m.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var cid func(string) (string, bool)
-	if b.HTML != nil {
-		atts, err := s.db.Attachments(r.Context(), m.ID)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		cid = cidURLs(ib, m.ID, atts)
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	sw := &startedWriter{w: w}
 	bw := bufio.NewWriterSize(sw, 32<<10)
-	if err = writeBodyJSON(r.Context(), bw, b, m.RawStored, cid); err == nil {
+	if err = writeBodyJSON(r.Context(), bw, b.Parts, b.Message.RawStored, cidURLs(b)); err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
@@ -160,7 +73,7 @@ func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		s.abortStream(r, "api: body stream failed", "message", m.ID, "err", err)
+		s.abortStream(r, "api: body stream failed", "message", b.Message.ID, "err", err)
 	}
 }
 
@@ -204,26 +117,24 @@ func copyPart(ctx context.Context, p *store.BodyPart) func(io.Writer) error {
 	}
 }
 
-// cidURLs maps the Content-ID of each clean part to the URL it is served
-// at (the first part wins a Content-ID used twice); nil when there is none.
-func cidURLs(ib store.Inbox, messageID string, atts []store.Attachment) func(string) (string, bool) {
-	urls := map[string]string{}
-	for _, a := range atts {
-		if _, dup := urls[a.ContentID]; a.ContentID != "" && a.ScanStatus == "clean" && !dup {
-			urls[a.ContentID] = "/v1/projects/" + ib.ProjectID + "/inboxes/" + ib.ID + "/messages/" + messageID + "/attachments/" + a.ID
-		}
-	}
-	if len(urls) == 0 {
+// cidURLs maps the Content-ID of each inline part of a body (app.Body's
+// Inline) to the URL it is served at; nil when there is none.
+func cidURLs(b app.Body) func(string) (string, bool) {
+	if b.Inline == nil {
 		return nil
 	}
+	prefix := "/v1/projects/" + b.Inbox.ProjectID + "/inboxes/" + b.Inbox.ID + "/messages/" + b.Message.ID + "/attachments/"
 	return func(id string) (string, bool) {
-		u, ok := urls[id]
-		return u, ok
+		att, ok := b.Inline[id]
+		if !ok {
+			return "", false
+		}
+		return prefix + att, true
 	}
 }
 
 func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
-	_, m, err := s.message(r)
+	m, stream, err := s.app.RawMessage(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -232,7 +143,7 @@ func (s *Server) getRaw(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": m.ID + ".eml"}))
 	sw := &startedWriter{w: w}
-	if err := s.db.WriteRaw(r.Context(), sw, m.ID); err != nil {
+	if err := stream(sw); err != nil {
 		if !sw.started {
 			w.Header().Del("Content-Disposition")
 			s.writeError(w, r, err)
@@ -266,18 +177,9 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
-	_, m, err := s.message(r)
+	a, stream, err := s.app.Attachment(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "message_id"), chi.URLParam(r, "attachment_id"))
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.db.AttachmentOf(r.Context(), m.ID, chi.URLParam(r, "attachment_id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if a.ScanStatus != "clean" {
-		s.writeError(w, r, app.Errorf(app.EPermissionDenied, "This attachment is not downloadable (scan_status %s).", a.ScanStatus))
 		return
 	}
 	name := a.Filename
@@ -288,7 +190,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	sw := &startedWriter{w: w}
-	if err := s.db.WriteAttachment(r.Context(), sw, a.ID); err != nil {
+	if err := stream(sw); err != nil {
 		if !sw.started {
 			w.Header().Del("Content-Disposition")
 			s.writeError(w, r, err)

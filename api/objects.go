@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -159,7 +160,7 @@ func (a *attachmentJSON) appendJSON(b []byte) []byte {
 func attachmentObject(a store.Attachment) attachmentJSON {
 	return attachmentJSON{
 		ID: a.ID, Filename: strOrNull(a.Filename), Bytes: a.Bytes, ContentType: a.ContentType, Disposition: a.Disposition,
-		ContentID: strOrNull(a.ContentID), ScanStatus: a.ScanStatus, Downloadable: a.ScanStatus == "clean",
+		ContentID: strOrNull(a.ContentID), ScanStatus: a.ScanStatus, Downloadable: app.Downloadable(a),
 	}
 }
 

@@ -1,12 +1,9 @@
 package api
 
 import (
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 // writePage answers a list fetched with limit+1 rows (app.NewPage).
@@ -42,52 +39,8 @@ func listOf[R, T any](page app.Page[R], render func(R) T) listJSON[T] {
 	return out
 }
 
-// poll runs query until it finds something or wait runs out (wait 0:
-// once). The change signal is taken before each query, so a commit between
-// the query and the wait is never missed; waiters are woken by commits,
-// never by polling the database.
-func (s *Server) poll(r *http.Request, wait time.Duration, query func() (found bool, err error)) error {
-	var deadline <-chan time.Time
-	if wait > 0 {
-		s.log.Debug("api: long-poll", "path", r.URL.Path, "wait", wait)
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	for {
-		changed := s.db.Changed()
-		found, err := query()
-		if err != nil || found || deadline == nil {
-			return err
-		}
-		if s.pollWaiting != nil {
-			s.pollWaiting()
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return nil
-		case <-s.draining:
-			return nil
-		case <-r.Context().Done():
-			return nil
-		}
-	}
-}
-
 // cursorAfter decodes the ?cursor= of a list into its keyset position (nil when
 // absent).
 func cursorAfter[K any](s *Server, r *http.Request, scope app.CursorScope) (*K, error) {
 	return app.Position[K](s.app, scope, r.URL.Query().Get("cursor"))
-}
-
-func searchParam(r *http.Request) (store.Query, error) {
-	q, err := store.ParseQuery(r.URL.Query().Get("q"))
-	switch {
-	case errors.Is(err, store.ErrQueryNotUTF8):
-		return store.Query{}, app.Invalidf("q", "q must be UTF-8 text.")
-	case err != nil:
-		return store.Query{}, app.Invalidf("q", "q has an unbalanced double quote.")
-	}
-	return q, nil
 }

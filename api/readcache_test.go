@@ -12,7 +12,7 @@ import (
 
 // Pages and keys served from memory are exactly as fresh as the database:
 // any commit, by this process or another one, retires them; and a cached
-// page never widens a key's grant.
+// page never widens a key's grant or scopes.
 func TestReadCacheFollowsTheDatabase(t *testing.T) {
 	e := newEnv(t, Config{})
 	ctx := context.Background()
@@ -62,6 +62,12 @@ func TestReadCacheFollowsTheDatabase(t *testing.T) {
 	count(e.admin) // cached at the version after the key was made
 	if r := e.get(onlyB, page); r.status != 404 || string(r.body) != notFoundBody {
 		t.Errorf("a key for inbox B asked for A's cached page: %d %s", r.status, r.body)
+	}
+	// Nor a key without the scope.
+	threadsOnly := e.key([]string{"threads:read"}, nil)
+	count(e.admin)
+	if r := e.get(threadsOnly, page); r.status != 403 || r.json(t)["error"].(map[string]any)["code"] != "permission_denied" {
+		t.Errorf("a key without messages:read asked for a cached page: %d %s", r.status, r.body)
 	}
 
 	// A key revoked by another process fails at its next request.

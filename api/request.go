@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,31 +96,6 @@ func pageParams(r *http.Request) app.PageParams {
 
 // listLimit is the ?limit= of a list whose default is def (app.PageParams.Size).
 func listLimit(r *http.Request, def int) (int, error) { return pageParams(r).Size(def) }
-
-// waitParam reads ?wait= seconds (0–60).
-func waitParam(r *http.Request) (time.Duration, error) {
-	v := r.URL.Query().Get("wait")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 60 {
-		return 0, app.Invalidf("wait", "wait must be an integer number of seconds from 0 to 60.")
-	}
-	return time.Duration(n) * time.Second, nil
-}
-
-func intParam(r *http.Request, name string) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, app.Invalidf(name, "%s must be a non-negative integer.", name)
-	}
-	return n, nil
-}
 
 // bodyDeadline bounds the time a request body takes to arrive, so a body
 // trickled a byte at a time cannot hold a connection and its handler for

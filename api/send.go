@@ -3,82 +3,29 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/store"
 )
 
-// addressInput accepts "a@b", "Name <a@b>" or {"email","name"}.
-type addressInput message.Address
-
-func (a *addressInput) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		if name, email, ok := parseNamed(s); ok {
-			*a = addressInput{Email: email, Name: name}
-			return nil
-		}
-		*a = addressInput{Email: strings.TrimSpace(s)}
-		return nil
-	}
-	var o struct {
-		Email string `json:"email"`
-		Name  string `json:"name"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
-		return errors.New(`an address is "a@b", "Name <a@b>" or {"email","name"}`)
-	}
-	*a = addressInput{Email: o.Email, Name: o.Name}
-	return nil
-}
-
-// parseNamed splits `Name <a@b>`.
-func parseNamed(s string) (name, email string, ok bool) {
-	s = strings.TrimSpace(s)
-	i := strings.LastIndexByte(s, '<')
-	if i < 0 || !strings.HasSuffix(s, ">") {
-		return "", "", false
-	}
-	return strings.Trim(strings.TrimSpace(s[:i]), `"`), strings.TrimSpace(s[i+1 : len(s)-1]), true
-}
-
-func addressesOf(in []addressInput) []message.Address {
-	out := make([]message.Address, len(in))
-	for i, a := range in {
-		out[i] = message.Address(a)
-	}
-	return out
-}
-
 type sendInput struct {
-	To               []addressInput    `json:"to"`
-	Cc               []addressInput    `json:"cc"`
-	Bcc              []addressInput    `json:"bcc"`
-	ReplyTo          []addressInput    `json:"reply_to"`
-	Subject          *string           `json:"subject"`
-	Text             string            `json:"text"`
-	HTML             string            `json:"html"`
-	Attachments      []attachmentInput `json:"attachments"`
-	ReplyToMessageID string            `json:"reply_to_message_id"`
-	Headers          map[string]string `json:"headers"`
-}
-
-type attachmentInput struct {
-	Filename      string `json:"filename"`
-	ContentType   string `json:"content_type"`
-	ContentBase64 string `json:"content_base64"`
+	To               []app.AddressInput    `json:"to"`
+	Cc               []app.AddressInput    `json:"cc"`
+	Bcc              []app.AddressInput    `json:"bcc"`
+	ReplyTo          []app.AddressInput    `json:"reply_to"`
+	Subject          *string               `json:"subject"`
+	Text             string                `json:"text"`
+	HTML             string                `json:"html"`
+	Attachments      []app.AttachmentInput `json:"attachments"`
+	ReplyToMessageID string                `json:"reply_to_message_id"`
+	Headers          map[string]string     `json:"headers"`
 }
 
 // inFlight tracks Idempotency-Keys whose first request is still running
@@ -161,14 +108,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := outbound.Request{
-		ProjectID: k.ProjectID, Inbox: ib, To: addressesOf(in.To), Cc: addressesOf(in.Cc), Bcc: addressesOf(in.Bcc),
-		ReplyTo: addressesOf(in.ReplyTo), Subject: in.Subject, Text: in.Text, HTML: in.HTML,
+		ProjectID: k.ProjectID, Inbox: ib, To: app.AddressesOf(in.To), Cc: app.AddressesOf(in.Cc), Bcc: app.AddressesOf(in.Bcc),
+		ReplyTo: app.AddressesOf(in.ReplyTo), Subject: in.Subject, Text: in.Text, HTML: in.HTML,
 		ReplyToMessageID: in.ReplyToMessageID, Headers: in.Headers,
 	}
 	for i, a := range in.Attachments {
-		data, err := base64.StdEncoding.DecodeString(a.ContentBase64)
+		data, err := a.Data(i)
 		if err != nil {
-			s.writeError(w, r, app.Invalidf("attachments["+strconv.Itoa(i)+"].content_base64", "content_base64 is not valid base64."))
+			s.writeError(w, r, err)
 			return
 		}
 		req.Attachments = append(req.Attachments, outbound.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: data})

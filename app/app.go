@@ -10,6 +10,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -17,20 +18,43 @@ import (
 
 // Config configures the operations.
 type Config struct {
-	// Now is the clock (cursor expiry); time.Now when nil.
+	// Now is the clock (cursor expiry, the time of simulated mail);
+	// time.Now when nil.
 	Now func() time.Time
 	// CheckWebhookURL, when set, refuses webhook URLs at registration
 	// (--webhook-deny-private: webhook.CheckURL).
 	CheckWebhookURL URLCheck
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
+	// Draining, once closed, says the server is shutting down: long-polls
+	// answer at once with what there is, the answer an expired wait gives
+	// (SPEC §13).
+	Draining <-chan struct{}
+	// Composer builds the simulated mail TestInbound is given in
+	// structured form; without one, that form fails as an error of ours.
+	Composer Composer
+
+	// PollWaiting, for tests, is called each time a long-poll is about to
+	// wait for a commit.
+	PollWaiting func()
+	// EventScan, for tests, replaces the bound on the events one read of
+	// the log examines (eventScan) when it is not 0.
+	EventScan int
 }
 
 // App is the operations layer over one database. It holds nothing but
 // its dependencies: any number of surfaces may share one.
 type App struct {
-	db       *store.DB
-	now      func() time.Time
-	secret   []byte   // signs list cursors (cursor.go)
-	checkURL URLCheck // nil: every http(s) URL is accepted
+	db     *store.DB
+	now    func() time.Time
+	log    *slog.Logger
+	secret []byte // signs list cursors (cursor.go)
+
+	draining    <-chan struct{} // long-polls (poll.go)
+	pollWaiting func()
+	eventScan   int      // events examined at most by one read of the log
+	composer    Composer // test inbound's structured form
+	checkURL    URLCheck // nil: every http(s) URL is accepted
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -38,11 +62,18 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.EventScan == 0 {
+		cfg.EventScan = eventScan
+	}
 	secret, err := db.CursorSecret(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &App{db: db, now: cfg.Now, secret: secret, checkURL: cfg.CheckWebhookURL}, nil
+	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret, checkURL: cfg.CheckWebhookURL,
+		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan, composer: cfg.Composer}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's

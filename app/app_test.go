@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -38,8 +40,8 @@ type env struct {
 }
 
 // newEnv opens a real store under t.TempDir (with its writer running) and
-// the operations over it.
-func newEnv(t *testing.T) *env {
+// the operations over it, configured by opts.
+func newEnv(t *testing.T, opts ...func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
@@ -56,7 +58,11 @@ func newEnv(t *testing.T) *env {
 	done := make(chan struct{})
 	go func() { defer close(done); db.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done; db.Close() })
-	a, err := New(ctx, db, Config{Now: clk.Now})
+	cfg := Config{Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := New(ctx, db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +100,42 @@ func untouched(t *testing.T) Decoder {
 // inboxes (nil: every inbox).
 func (e *env) caller(inboxes []string, scopes ...string) Caller {
 	return Caller{Key: store.Key{ID: "key_test", ProjectID: e.boot.ProjectID, Scopes: scopes, InboxIDs: inboxes}}
+}
+
+// deliver ingests raw mail into an inbox through the real ingest path.
+func (e *env) deliver(inboxID, raw string) store.Delivered {
+	e.t.Helper()
+	d, err := e.db.Ingest(e.ctx, &store.Incoming{
+		Raw: []byte(raw), Trace: []byte("Received: from test\r\n"), Parsed: message.Parse([]byte(raw)),
+		Envelope: store.Envelope{MailFrom: "sender@example.com", RcptTo: []string{"inbox@localhost"}, RemoteIP: "127.0.0.1", Helo: "test"},
+		Targets:  []store.Target{{InboxID: inboxID}}, ReceivedAt: e.clock.Now(),
+	})
+	if err != nil || len(d) != 1 {
+		e.t.Fatalf("deliver: %+v %v", d, err)
+	}
+	e.clock.Advance(time.Millisecond) // distinct created_at, as in real life
+	return d[0]
+}
+
+// rawMail is a message with a Message-ID, a subject, extra headers and a body.
+func rawMail(id, subject, body string, headers ...string) string {
+	h := ""
+	for _, x := range headers {
+		h += x
+	}
+	return fmt.Sprintf("From: Sender <sender@example.com>\r\nTo: inbox@localhost\r\nMessage-ID: <%s>\r\nSubject: %s\r\n%s\r\n%s\r\n",
+		id, subject, h, body)
+}
+
+// waiting is a Config.PollWaiting that signals on the channel it returns;
+// a wake-up by some other commit, signalled already, does not block.
+func waiting(cfg *Config) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	cfg.PollWaiting = func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return ch
 }

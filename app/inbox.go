@@ -36,7 +36,7 @@ func (a *App) Inbox(ctx context.Context, c Caller, inboxID string) (store.Inbox,
 // GrantedInbox loads an inbox within the caller's grant: one outside it is
 // ErrNotFound, as one that does not exist. It checks no scope: it is for
 // the operations that check their own (and, until issue 14 moves them
-// here, for api's threads, messages and send routes).
+// here, for api's send route).
 func (a *App) GrantedInbox(ctx context.Context, c Caller, inboxID string) (store.Inbox, error) {
 	if !c.CanSee(inboxID) {
 		return store.Inbox{}, ErrNotFound

@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/thread"
+)
+
+// Composer is the message composition test inbound needs. It is
+// outbound's, which sits beside app on store (STYLE.md), not under it: app
+// declares what it uses, as outbound declares its Relay, and whoever wires
+// app passes it in.
+type Composer interface {
+	// ValidAddress reports whether email is a usable mailbox address.
+	ValidAddress(email string) bool
+	// Compose builds the RFC 5322 bytes of m, with a fresh Message-ID at
+	// its sender's domain.
+	Compose(m Mail) ([]byte, error)
+}
+
+// Mail is a message to compose; ids are without angle brackets.
+type Mail struct {
+	From        message.Address
+	To          []message.Address
+	Subject     string
+	Text, HTML  string
+	InReplyTo   string
+	References  []string
+	Attachments []MailAttachment
+	Date        time.Time
+}
+
+// MailAttachment is a file of a Mail.
+type MailAttachment struct {
+	Filename    string
+	ContentType string
+	Data        []byte
+}
+
+// TestInboundInput is the input of TestInbound: a message as raw RFC 5322
+// text, or in the structured fields (from is then required, to defaults
+// to the inbox).
+type TestInboundInput struct {
+	InboxID     string            `json:"inbox_id"`
+	From        *AddressInput     `json:"from"`
+	To          []AddressInput    `json:"to"`
+	Subject     string            `json:"subject"`
+	Text        string            `json:"text"`
+	HTML        string            `json:"html"`
+	InReplyTo   string            `json:"in_reply_to"`
+	References  []string          `json:"references"`
+	Attachments []AttachmentInput `json:"attachments"`
+	Raw         *string           `json:"raw"`
+}
+
+// errNoComposer is TestInbound's structured form where app was given no
+// Composer: a wiring mistake, ours.
+var errNoComposer = errors.New("app: test inbound has no Composer for the structured form")
+
+// TestInbound runs a simulated message through the same ingest pipeline
+// as SMTP (SPEC §10), into a test inbox only. The outcome is the ingest's:
+// stored, deferred (held for its parent), or a duplicate of a message
+// stored already (same Message-ID, same bytes), which is not stored twice,
+// as an SMTP retry would not be (SPEC §4).
+func (a *App) TestInbound(ctx context.Context, c Caller, decode Decoder) (store.Delivered, error) {
+	if err := c.Need("test:write"); err != nil {
+		return store.Delivered{}, err
+	}
+	var in TestInboundInput
+	if err := decode(&in); err != nil {
+		return store.Delivered{}, err
+	}
+	if in.InboxID == "" {
+		return store.Delivered{}, Invalidf("inbox_id", "inbox_id is required.")
+	}
+	ib, err := a.GrantedInbox(ctx, c, in.InboxID)
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	if ib.Environment != "test" {
+		return store.Delivered{}, Invalidf("inbox_id", "Simulated inbound mail goes to test inboxes only; %s is live.", ib.Address)
+	}
+	var raw []byte
+	if in.Raw != nil {
+		if in.From != nil || len(in.To) > 0 || in.Subject != "" || in.Text != "" || in.HTML != "" || in.InReplyTo != "" || in.References != nil || in.Attachments != nil {
+			return store.Delivered{}, Invalidf("raw", "Give either raw or the structured fields, not both.")
+		}
+		raw = []byte(*in.Raw)
+	} else if raw, err = a.composeSimulated(ib, in); err != nil {
+		return store.Delivered{}, err
+	}
+	parsed := message.Parse(raw)
+	from := ""
+	if parsed.From != nil {
+		from = parsed.From.Email
+	}
+	dels, err := a.db.Ingest(ctx, &store.Incoming{
+		Raw: raw, Trace: []byte("Received: from inboxd test API (simulated)\r\n"), Parsed: parsed,
+		Envelope:   store.Envelope{MailFrom: from, RcptTo: []string{ib.Address}, RemoteIP: "127.0.0.1", Helo: "test-inbound", AuthUser: c.ID},
+		Targets:    []store.Target{{InboxID: ib.ID, Address: ib.Address}},
+		ReceivedAt: a.now(), Simulated: true,
+	})
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	return dels[0], nil
+}
+
+// composeSimulated checks the structured form of a simulated message and
+// composes it.
+func (a *App) composeSimulated(ib store.Inbox, in TestInboundInput) ([]byte, error) {
+	if a.composer == nil {
+		return nil, errNoComposer
+	}
+	if in.From == nil || !a.composer.ValidAddress(in.From.Email) {
+		return nil, Invalidf("from", "from must be an address (\"Name <a@b>\", \"a@b\" or {email,name}).")
+	}
+	to := AddressesOf(in.To)
+	if len(to) == 0 {
+		to = []message.Address{{Email: ib.Address, Name: ib.DisplayName}}
+	}
+	m := Mail{From: message.Address(*in.From), To: to, Subject: in.Subject, Text: in.Text, HTML: in.HTML, Date: a.now()}
+	if in.InReplyTo != "" {
+		if ids := thread.ExtractIDs([]string{in.InReplyTo}); len(ids) > 0 {
+			m.InReplyTo = ids[0]
+		} else {
+			m.InReplyTo = strings.TrimSpace(in.InReplyTo)
+		}
+	}
+	for _, ref := range in.References {
+		if ids := thread.ExtractIDs([]string{ref}); len(ids) > 0 {
+			m.References = append(m.References, ids...)
+		} else if ref = strings.TrimSpace(ref); ref != "" {
+			m.References = append(m.References, ref)
+		}
+	}
+	for i, at := range in.Attachments {
+		data, err := at.Data(i)
+		if err != nil {
+			return nil, err
+		}
+		ct := at.ContentType
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		m.Attachments = append(m.Attachments, MailAttachment{Filename: at.Filename, ContentType: ct, Data: data})
+	}
+	for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"from", in.From.Name}} {
+		if strings.ContainsAny(f.v, "\r\n") {
+			return nil, Invalidf(f.name, "%s must not contain line breaks.", f.name)
+		}
+	}
+	return a.composer.Compose(m)
+}
