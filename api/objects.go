@@ -304,7 +304,7 @@ type listJSON[T any] struct {
 	HasMore    bool    `json:"has_more"`
 }
 
-// appendJSON is for T whose pointer is a jsonAppender (writePage checks):
+// appendJSON is for T whose pointer is a jsonAppender (writeList checks):
 // other lists go through encoding/json.
 func (l *listJSON[T]) appendJSON(b []byte) []byte {
 	b = appendArray(append(b, `{"data":`...), l.Data)

@@ -94,9 +94,6 @@ func pageParams(r *http.Request) app.PageParams {
 	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
 }
 
-// listLimit is the ?limit= of a list whose default is def (app.PageParams.Size).
-func listLimit(r *http.Request, def int) (int, error) { return pageParams(r).Size(def) }
-
 // bodyDeadline bounds the time a request body takes to arrive, so a body
 // trickled a byte at a time cannot hold a connection and its handler for
 // ever. (http.Server's ReadTimeout and WriteTimeout would bound the whole
