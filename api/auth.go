@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -28,26 +27,20 @@ func callerFrom(r *http.Request) app.Caller { return r.Context().Value(ctxKey{})
 // versionFrom returns the database version a request was authenticated at.
 func versionFrom(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(authed).version }
 
-// authenticate resolves the bearer token to a key (401 otherwise), through
-// the store's key cache that SMTP shares: a revocation (through the API or
-// the CLI) applies to the next request.
+// authenticate finds the caller of the request's bearer token
+// (app.Authenticate; 401 without a valid one).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if token = strings.TrimSpace(token); !ok || token == "" {
-			s.writeError(w, r, errUnauthenticated)
-			return
+		if !ok {
+			token = ""
 		}
-		k, version, err := s.db.Authenticate(r.Context(), store.HashToken(token))
-		if errors.Is(err, store.ErrNotFound) {
-			s.writeError(w, r, errUnauthenticated)
-			return
-		}
+		c, version, err := s.app.Authenticate(r.Context(), strings.TrimSpace(token))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, authed{caller: app.Caller{Key: k}, version: version})))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, authed{caller: c, version: version})))
 	})
 }
 

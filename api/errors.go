@@ -13,11 +13,10 @@ import (
 
 // The errors of the HTTP exchange itself, not of an operation.
 var (
-	errUnauthenticated = &app.Error{Code: app.EUnauthenticated, Message: "A valid API key is required: Authorization: Bearer <key>."}
-	errTooLarge        = &app.Error{Code: app.EPayloadTooLarge, Message: "Request body is too large."}
-	errBodyTimeout     = &app.Error{Code: app.EInvalidRequest, Message: "Request body did not arrive in time."}
-	errRateLimited     = &app.Error{Code: app.ERateLimited, Message: "Too many requests; retry after the time in Retry-After."}
-	errMethod          = &app.Error{Code: app.EInvalidRequest, Message: "Method not allowed on this path."}
+	errTooLarge    = &app.Error{Code: app.EPayloadTooLarge, Message: "Request body is too large."}
+	errBodyTimeout = &app.Error{Code: app.EInvalidRequest, Message: "Request body did not arrive in time."}
+	errRateLimited = &app.Error{Code: app.ERateLimited, Message: "Too many requests; retry after the time in Retry-After."}
+	errMethod      = &app.Error{Code: app.EInvalidRequest, Message: "Method not allowed on this path."}
 )
 
 // httpStatus is the one table from an outcome to its HTTP status (SPEC

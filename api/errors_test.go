@@ -18,7 +18,7 @@ func TestHTTPStatus(t *testing.T) {
 	}{
 		{app.Invalidf("limit", "x"), http.StatusBadRequest},
 		{app.ErrInvalidCursor, http.StatusBadRequest},
-		{errUnauthenticated, http.StatusUnauthorized},
+		{app.ErrUnauthenticated, http.StatusUnauthorized},
 		{app.Errorf(app.EPermissionDenied, "x"), http.StatusForbidden},
 		{app.ErrNotFound, http.StatusNotFound},
 		{fmt.Errorf("get: %w", store.ErrNotFound), http.StatusNotFound},
