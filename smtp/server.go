@@ -356,11 +356,8 @@ func (s *Server) resolve(ctx context.Context, sent string) (store.Target, error)
 	if !errors.Is(err, store.ErrNotFound) {
 		return store.Target{}, err
 	}
-	base := strings.ToLower(sent)
-	local, domain, _ := splitAddress(base)
-	if user, _, ok := strings.Cut(local, "+"); ok && user != "" {
-		base, tag = user+"@"+domain, store.AddressTag(sent)
-	}
+	base, tag := message.SplitTag(sent)
+	_, domain, _ := splitAddress(base)
 	switch {
 	case s.cfg.Accept == AcceptAny,
 		s.cfg.Accept == AcceptDomain && slices.Contains(s.cfg.Domains, domain):

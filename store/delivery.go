@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/message"
 )
 
 // Claimed is a delivery the worker took (status sending).
@@ -273,31 +275,20 @@ func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string)
 	})
 }
 
-// resolveRecipient matches case-insensitively but returns the tag as sent
-// (Build42 stays Build42).
+// resolveRecipient finds the inbox of an address: the exact address, else
+// the one its +tag reaches (message.SplitTag), with the tag as sent.
 func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
-	sent := strings.TrimSpace(address)
-	address = strings.ToLower(sent)
-	ib, err := find(address)
+	exact := strings.ToLower(strings.TrimSpace(address))
+	ib, err := find(exact)
 	if !errors.Is(err, ErrNotFound) {
 		return ib, "", err
 	}
-	at := strings.LastIndexByte(address, '@')
-	if at <= 0 {
+	base, tag := message.SplitTag(address)
+	if base == exact { // no +tag to look through
 		return Inbox{}, "", err
 	}
-	if user, _, ok := strings.Cut(address[:at], "+"); ok && user != "" {
-		ib, err := find(user + address[at:])
-		return ib, AddressTag(sent), err
-	}
-	return Inbox{}, "", err
-}
-
-// AddressTag returns the +tag of address as sent ("" when none).
-func AddressTag(address string) string {
-	local := address[:max(strings.LastIndexByte(address, '@'), 0)]
-	_, tag, _ := strings.Cut(local, "+")
-	return tag
+	ib, err = find(base)
+	return ib, tag, err
 }
 
 // HasInboxAtDomain reports whether some inbox's address is at domain

@@ -292,7 +292,7 @@ func searchCols(subject string, toCc []message.Address, from *message.Address, t
 	if from != nil {
 		addrs = append(addrs, from.Name, from.Email)
 	}
-	return [3]string{searchText(subject), searchText(strings.Join(addrs, " ")), searchText(body)}
+	return [3]string{message.SearchText(subject), message.SearchText(strings.Join(addrs, " ")), message.SearchText(body)}
 }
 
 func deref(s *string) string {
