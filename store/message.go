@@ -7,8 +7,178 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 )
+
+// InboxPage returns up to limit messages of an inbox that are not deleted,
+// newest first by created_at then id, strictly after the position after.
+// direction ("inbound", "outbound" or "") and q filter.
+func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
+	var b strings.Builder
+	args := []any{inboxID}
+	common := false
+	if !q.Empty() {
+		if err := db.awaitSearch(ctx); err != nil {
+			return nil, err
+		}
+		var err error
+		if common, err = db.commonTerm(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	if q.Empty() || common {
+		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
+	} else {
+		// Few matches: drive the query from them (the unary + keeps the
+		// planner off the inbox index, which would walk the whole inbox).
+		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE +inbox_id = ? AND deleted_at IS NULL`)
+	}
+	if direction != "" {
+		b.WriteString(` AND direction = ?`)
+		args = append(args, direction)
+	}
+	if after != nil {
+		b.WriteString(` AND (created_at, id) < (?, ?)`)
+		args = append(args, after.At, after.ID)
+	}
+	switch {
+	case common:
+		// Walk the inbox newest first, checking each message by rowid.
+		b.WriteString(` AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = messages.rowid)`)
+		args = append(args, q.match)
+	case !q.Empty():
+		b.WriteString(` AND rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`)
+		args = append(args, q.match)
+	}
+	b.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ?`)
+	args = append(args, limit)
+	return db.queryMessages(ctx, "inbox page", b.String(), args...)
+}
+
+// commonTerm reports whether a search matches more than searchProbe
+// messages (in any inbox). Few matches are cheapest collected and sorted;
+// many are cheapest found by walking the newest rows and checking each.
+func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)`,
+		q.match, db.searchProbe).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("search: %w", err)
+	}
+	return n >= db.searchProbe, nil
+}
+
+func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
+	rows, err := db.readQuery(ctx, query, args...)
+	return scanAll(rows, err, what, scanMessage)
+}
+
+// DeleteMessage soft-deletes a message: it leaves lists and search, its
+// body and raw answer not found, and its thread's count drops.
+func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var threadID string
+		var rowid int64
+		err := tx.QueryRowContext(ctx, `UPDATE messages SET deleted_at = ? WHERE id = ? AND inbox_id = ? AND deleted_at IS NULL
+			RETURNING thread_id, rowid`, ms(db.now()), messageID, inboxID).Scan(&threadID, &rowid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("delete message: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - 1 WHERE id = ?`, threadID); err != nil {
+			return fmt.Errorf("delete message: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ? AND rowid <= (SELECT indexed_through FROM search_index)`, rowid); err != nil {
+			return fmt.Errorf("delete message search row: %w", err)
+		}
+		return nil
+	})
+}
+
+// blobChunk is how much of a large blob one query reads when streaming.
+const blobChunk = 1 << 20
+
+// streamBlob writes a blob to w inside one read transaction, so a 25 MB
+// message is never held in memory whole: first the row's own data (in
+// chunks, for blobs stored before migration 6 or held in one row), then its
+// chunk rows in order (see migration 0006).
+func (db *DB) streamBlob(ctx context.Context, w io.Writer, table, key, chunkTable, chunkKey string, id string) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var size int64
+	err = tx.QueryRowContext(ctx, `SELECT length(data) FROM `+table+` WHERE `+key+` = ?`, id).Scan(&size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for off := int64(0); off < size; off += blobChunk {
+		if err := tx.QueryRowContext(ctx, `SELECT substr(data, ?, ?) FROM `+table+` WHERE `+key+` = ?`, off+1, blobChunk, id).Scan(&buf); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM `+chunkTable+` WHERE `+chunkKey+` = ? ORDER BY seq`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(&buf); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// WriteRaw streams the stored raw message to w; a deleted message is not
+// found.
+func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error {
+	if err := db.writeRaw(ctx, w, messageID, false); err != nil {
+		return fmt.Errorf("raw %s: %w", messageID, err)
+	}
+	return nil
+}
+
+// writeRaw writes the trace header (small), then the bytes as received.
+func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
+	var trace []byte
+	err := db.r.QueryRowContext(ctx, `SELECT r.trace FROM raw_messages r JOIN messages m ON m.id = r.message_id
+		WHERE r.message_id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&trace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err == nil && len(trace) > 0 {
+		_, err = w.Write(trace)
+	}
+	if err != nil {
+		return err
+	}
+	return db.streamBlob(ctx, w, "raw_messages", "message_id", "raw_chunks", "message_id", messageID)
+}
+
+// WriteAttachment streams an attachment's decoded bytes to w.
+func (db *DB) WriteAttachment(ctx context.Context, w io.Writer, attachmentID string) error {
+	err := db.streamBlob(ctx, w, "attachments", "id", "attachment_chunks", "attachment_id", attachmentID)
+	if err != nil {
+		return fmt.Errorf("attachment %s: %w", attachmentID, err)
+	}
+	return nil
+}
 
 // Address is a stored mail address.
 type Address struct {

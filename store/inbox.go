@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Inbox is one address on this gateway.
+type Inbox struct {
+	ID             string
+	ProjectID      string
+	Address        string
+	DisplayName    string
+	Environment    string
+	SendPolicy     string
+	AllowedDomains []string
+	CreatedAt      time.Time
+	// DeferredCount is how many inbound messages the deferred parent
+	// lookup holds for the inbox (SPEC §4: held mail is visible).
+	DeferredCount int64
+}
+
+// NewInbox is the input of CreateInbox.
+type NewInbox struct {
+	Address        string
+	DisplayName    string
+	Environment    string // "live" when empty
+	SendPolicy     string // "allow" when empty
+	AllowedDomains []string
+}
+
+// CreateInbox creates an inbox; an address already in use is ErrConflict.
+func (db *DB) CreateInbox(ctx context.Context, projectID string, in NewInbox) (Inbox, error) {
+	var ib Inbox
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		ib, err = db.insertInbox(ctx, tx, projectID, in)
+		return err
+	})
+	if err != nil {
+		return Inbox{}, fmt.Errorf("create inbox: %w", err)
+	}
+	return ib, nil
+}
+
+func (db *DB) insertInbox(ctx context.Context, tx *sql.Tx, projectID string, in NewInbox) (Inbox, error) {
+	ib := Inbox{
+		ID: db.newID("ibx_"), ProjectID: projectID, Address: strings.ToLower(in.Address),
+		DisplayName: in.DisplayName, Environment: in.Environment, SendPolicy: in.SendPolicy,
+		AllowedDomains: in.AllowedDomains, CreatedAt: db.now().UTC().Truncate(time.Millisecond),
+	}
+	if ib.Environment == "" {
+		ib.Environment = "live"
+	}
+	if ib.SendPolicy == "" {
+		ib.SendPolicy = "allow"
+	}
+	if ib.AllowedDomains == nil {
+		ib.AllowedDomains = []string{}
+	}
+	domains, _ := json.Marshal(ib.AllowedDomains)
+	_, err := tx.ExecContext(ctx, `INSERT INTO inboxes (id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		ib.ID, projectID, ib.Address, ib.DisplayName, ib.Environment, ib.SendPolicy, string(domains), ms(ib.CreatedAt))
+	if isConstraint(err) {
+		return Inbox{}, fmt.Errorf("inbox %s: %w", ib.Address, ErrConflict)
+	}
+	if err != nil {
+		return Inbox{}, fmt.Errorf("insert inbox: %w", err)
+	}
+	return ib, nil
+}
+
+const inboxColumns = `id, project_id, address, display_name, environment, send_policy, allowed_domains, created_at,
+	(SELECT count(*) FROM deferred_messages d WHERE d.inbox_id = inboxes.id) AS deferred_count`
+
+func scanInbox(row rowScanner) (Inbox, error) {
+	var sc inboxScan
+	if err := row.Scan(sc.dest()...); err != nil {
+		return Inbox{}, err
+	}
+	return sc.inbox()
+}
+
+// inboxScan holds the inboxColumns of a row while it is scanned.
+type inboxScan struct {
+	ib      Inbox
+	domains string
+	created int64
+}
+
+func (sc *inboxScan) dest() []any {
+	ib := &sc.ib
+	return []any{&ib.ID, &ib.ProjectID, &ib.Address, &ib.DisplayName, &ib.Environment, &ib.SendPolicy, &sc.domains, &sc.created,
+		&ib.DeferredCount}
+}
+
+func (sc *inboxScan) inbox() (Inbox, error) {
+	ib := sc.ib
+	if err := json.Unmarshal([]byte(sc.domains), &ib.AllowedDomains); err != nil {
+		return Inbox{}, fmt.Errorf("inbox %s allowed_domains: %w", ib.ID, err)
+	}
+	ib.CreatedAt = fromMS(sc.created)
+	return ib, nil
+}
+
+// ListInboxes returns the project's inboxes, oldest first.
+func (db *DB) ListInboxes(ctx context.Context, projectID string) ([]Inbox, error) {
+	return db.InboxesAfter(ctx, projectID, nil, -1)
+}
+
+// InboxesAfter returns up to limit (−1: every) inboxes of the project,
+// oldest first, strictly after the position after.
+func (db *DB) InboxesAfter(ctx context.Context, projectID string, after *TimeKey, limit int) ([]Inbox, error) {
+	page, args := createdPage(after, limit, projectID)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE project_id = ?`+page, args...)
+	return scanAll(rows, err, "list inboxes", scanInbox)
+}
+
+// InboxByAddress finds an inbox by its address, case-insensitively.
+func (db *DB) InboxByAddress(ctx context.Context, address string) (Inbox, error) {
+	ib, err := scanInbox(db.readRow(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, address))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Inbox{}, fmt.Errorf("inbox %s: %w", address, ErrNotFound)
+	}
+	if err != nil {
+		return Inbox{}, fmt.Errorf("inbox by address: %w", err)
+	}
+	return ib, nil
+}
+
+// DeleteInbox deletes an inbox and, through ON DELETE CASCADE, all its data.
+func (db *DB) DeleteInbox(ctx context.Context, projectID, inboxID string) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		// The contentless FTS table has no foreign key: clear it first.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE inbox_id = ?)
+			AND rowid <= (SELECT indexed_through FROM search_index)`, inboxID); err != nil {
+			return fmt.Errorf("delete inbox search rows: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID)
+		if err != nil {
+			return fmt.Errorf("delete inbox: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("delete inbox %s: %w", inboxID, ErrNotFound)
+		}
+		// New messages may now reuse the highest rowids (max(rowid) + 1):
+		// the mark must stay below them, or they would never be indexed.
+		_, err = tx.ExecContext(ctx, `UPDATE search_index SET indexed_through = min(indexed_through, (SELECT coalesce(max(rowid), 0) FROM messages))`)
+		return err
+	})
+}
+
+// GetInbox returns one inbox of a project.
+func (db *DB) GetInbox(ctx context.Context, projectID, inboxID string) (Inbox, error) {
+	ib, err := scanInbox(db.readRow(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Inbox{}, fmt.Errorf("inbox %s: %w", inboxID, ErrNotFound)
+	}
+	if err != nil {
+		return Inbox{}, fmt.Errorf("get inbox: %w", err)
+	}
+	return ib, nil
+}
+
+// InboxPatch holds the fields of an inbox update; nil leaves a field.
+type InboxPatch struct {
+	DisplayName    *string
+	SendPolicy     *string
+	AllowedDomains *[]string
+}
+
+// UpdateInbox applies a patch and returns the inbox.
+func (db *DB) UpdateInbox(ctx context.Context, projectID, inboxID string, p InboxPatch) (Inbox, error) {
+	var ib Inbox
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var domains any
+		if p.AllowedDomains != nil {
+			b, _ := json.Marshal(nonNil(*p.AllowedDomains))
+			domains = string(b)
+		}
+		var err error
+		ib, err = scanInbox(tx.QueryRowContext(ctx, `UPDATE inboxes SET display_name = coalesce(?, display_name),
+				send_policy = coalesce(?, send_policy), allowed_domains = coalesce(?, allowed_domains)
+			WHERE id = ? AND project_id = ? RETURNING `+inboxColumns, p.DisplayName, p.SendPolicy, domains, inboxID, projectID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("inbox %s: %w", inboxID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return Inbox{}, fmt.Errorf("update inbox: %w", err)
+	}
+	return ib, nil
+}
