@@ -259,12 +259,6 @@ func nullIfZero(n int) any {
 	return n
 }
 
-// LookupRecipient finds the inbox an address reaches: the exact address,
-// else user@domain for user+tag@domain (SPEC §2). ErrNotFound otherwise.
-func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, string, error) {
-	return resolveRecipient(address, func(a string) (Inbox, error) { return db.InboxByAddress(ctx, a) })
-}
-
 func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
 	return resolveRecipient(address, func(a string) (Inbox, error) {
 		ib, err := scanInbox(db.queryRow(ctx, tx, sqlInboxByAddress, a))

@@ -198,3 +198,9 @@ func (db *DB) UpdateInbox(ctx context.Context, projectID, inboxID string, p Inbo
 	}
 	return ib, nil
 }
+
+// LookupRecipient finds the inbox an address reaches: the exact address,
+// else user@domain for user+tag@domain (SPEC §2). ErrNotFound otherwise.
+func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, string, error) {
+	return resolveRecipient(address, func(a string) (Inbox, error) { return db.InboxByAddress(ctx, a) })
+}

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// writeReq is one request of a group commit: an ingest or a send. The
+// writer (Run) stores each request of a batch under its own savepoint and
+// answers them all once the batch has committed.
+type writeReq struct {
+	// ctx, when set, is the caller's: a request whose caller gave up
+	// before the writer reached it is not stored.
+	ctx   context.Context
+	size  int64 // raw bytes, counted against maxBatchBytes
+	store func(ctx context.Context, tx *sql.Tx) error
+	// release, when set, runs once the batch is over, committed or not.
+	release func()
+	done    chan error // buffered: the writer never waits for the caller
+}
+
+// enqueue hands req to the writer.
+func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
+	select {
+	case db.writeQ <- req:
+		return nil
+	case <-db.stopped:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run is the writer: it takes every ingest waiting in the queue, commits
+// them in one transaction (group commit: one fsync for many messages), and
+// only then answers them. It returns when ctx is done, after committing what
+// was already queued.
+//
+// It also retries deferred messages: once at start (a restart resumes
+// them) and then periodically.
+func (db *DB) Run(ctx context.Context) error {
+	defer close(db.stopped)
+	resolve := func() {
+		if _, err := db.ResolveDeferred(context.WithoutCancel(ctx), ""); err != nil {
+			db.log.Error("resolve deferred messages", "err", err)
+		}
+	}
+	resolve()
+	tick := time.NewTicker(resolveInterval)
+	defer tick.Stop()
+	indexTick := time.NewTicker(indexDelay)
+	defer indexTick.Stop()
+	for {
+		var first *writeReq
+		select {
+		case <-tick.C:
+			resolve()
+			continue
+		case <-indexTick.C:
+			// Committed messages wait at most indexDelay for a pass; a
+			// backlog (after a restart) is worked off while no ingest waits.
+			for more := db.sq.pending(); more && len(db.writeQ) == 0; {
+				more = db.indexInBackground(context.WithoutCancel(ctx))
+			}
+			continue
+		case first = <-db.writeQ:
+		case <-ctx.Done():
+			// Drain: what was queued before the stop is committed.
+			for {
+				select {
+				case req := <-db.writeQ:
+					db.commitBatch(context.WithoutCancel(ctx), req)
+				default:
+					return nil
+				}
+			}
+		}
+		db.commitBatch(context.WithoutCancel(ctx), first)
+		if db.sq.backlogged() {
+			db.indexInBackground(context.WithoutCancel(ctx))
+		}
+	}
+}
+
+// maxBatchBytes bounds the raw bytes of one group commit, so a batch of
+// large messages does not hold the write lock (and memory) too long.
+const maxBatchBytes = 32 << 20
+
+func (db *DB) takeBatch(first *writeReq) []*writeReq {
+	batch := []*writeReq{first}
+	size := first.size
+	for len(batch) < db.maxBatch && size < maxBatchBytes {
+		select {
+		case req := <-db.writeQ:
+			batch = append(batch, req)
+			size += req.size
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commitBatch is one group commit: first and what is queued once the
+// writer connection is ours (requests that queued while another
+// transaction held it join). It stores each request under its own
+// savepoint, so one failing request does not fail the others, then
+// commits once and answers them. The full-text rows are left to the search
+// indexer (indexLater, searchindex.go).
+func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
+	var batch []*writeReq
+	var errs []error
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		batch = db.takeBatch(first)
+		errs = make([]error, len(batch))
+		for i, req := range batch {
+			if req.ctx != nil && req.ctx.Err() != nil {
+				errs[i] = req.ctx.Err()
+				continue
+			}
+			fnErr, err := db.underSavepoint(ctx, tx, func() error { return req.store(ctx, tx) })
+			if err != nil {
+				return err
+			}
+			errs[i] = fnErr
+		}
+		if db.failNext != nil {
+			return db.failNext()
+		}
+		return nil
+	})
+	if batch == nil { // the transaction did not begin
+		batch, errs = []*writeReq{first}, []error{nil}
+	}
+	for i, req := range batch {
+		if req.release != nil {
+			req.release()
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("commit batch: %w", err)
+		}
+		req.done <- errs[i]
+	}
+}
+
+// tx runs fn in a write transaction on the writer connection, hands the
+// search rows fn left pending (see indexLater) to the search indexer and
+// commits.
+//
+// The transaction is begun without ctx's cancellation: database/sql rolls a
+// cancelled transaction back and hands the connection to the next caller
+// while fn may still run, and fn's pending search rows (db.search) belong
+// to whoever holds the connection. A cancelled ctx still stops fn's
+// statements, and fn's error rolls the transaction back here. A panic in fn
+// rolls back too, so the writer is never left inside a transaction.
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	db.search = db.search[:0]
+	err = fn(tx)
+	if err == nil {
+		db.sq.queue(db.search)
+	}
+	clear(db.search) // the texts are not kept until the next transaction
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	db.changeMu.Lock()
+	close(db.changed)
+	db.changed = make(chan struct{})
+	db.changeMu.Unlock()
+	return nil
+}
+
+// The statements of underSavepoint, prepared once (hotQueries): one group
+// commit runs them for every message.
+const (
+	sqlSavepoint           = `SAVEPOINT one`
+	sqlRollbackToSavepoint = `ROLLBACK TO one`
+	sqlReleaseSavepoint    = `RELEASE one`
+)
+
+// underSavepoint runs fn under a savepoint of tx: when fn fails, what it
+// wrote (its pending search rows too) is undone and the transaction goes
+// on, so one request of a group commit fails alone. It returns fn's error,
+// and err when the savepoint itself failed (the transaction must abort).
+func (db *DB) underSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) (fnErr, err error) {
+	if _, err := db.exec(ctx, tx, sqlSavepoint); err != nil {
+		return nil, err
+	}
+	mark := len(db.search)
+	if fnErr = fn(); fnErr != nil {
+		db.search = db.search[:mark]
+		if _, err := db.exec(ctx, tx, sqlRollbackToSavepoint); err != nil {
+			return fnErr, err
+		}
+	}
+	if _, err := db.exec(ctx, tx, sqlReleaseSavepoint); err != nil {
+		return fnErr, err
+	}
+	return fnErr, nil
+}
+
+// Changed returns a channel that is closed by the next commit. Long-polls
+// take it, query, and wait on it only if the query found nothing: waiters
+// are woken by commits, never by polling.
+func (db *DB) Changed() <-chan struct{} {
+	db.changeMu.Lock()
+	defer db.changeMu.Unlock()
+	return db.changed
+}
