@@ -5,7 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -33,27 +33,13 @@ type draftJSON struct {
 	Attachments []attachmentJSON `json:"attachments"`
 }
 
-func msgAddresses(as []message.Address) []addressJSON {
-	out := make([]addressJSON, 0, len(as))
-	for _, a := range as {
-		out = append(out, addressJSON{Email: a.Email, Name: strOrNull(a.Name)})
-	}
-	return out
-}
-
 func approvalObject(a store.Approval) approvalJSON {
-	p := message.Parse(a.Raw)
+	dr := app.DraftOf(a)
 	d := draftJSON{
-		To: msgAddresses(p.To), Cc: msgAddresses(p.Cc), Bcc: msgAddresses(a.Bcc), Subject: p.Subject,
-		Attachments: make([]attachmentJSON, 0, len(p.Attachments)),
+		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), Subject: dr.Subject,
+		Text: dr.Text, HTML: dr.HTML, Attachments: make([]attachmentJSON, 0, len(dr.Attachments)),
 	}
-	if p.HasText {
-		d.Text = &p.Text
-	}
-	if p.HasHTML {
-		d.HTML = &p.HTML
-	}
-	for _, at := range p.Attachments {
+	for _, at := range dr.Attachments {
 		d.Attachments = append(d.Attachments, attachmentJSON{
 			Filename: strOrNull(at.Filename), Bytes: int64(len(at.Data)), ContentType: at.ContentType, Disposition: at.Disposition,
 			ContentID: strOrNull(at.ContentID), ScanStatus: at.ScanStatus, Downloadable: false,

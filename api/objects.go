@@ -11,7 +11,7 @@ import (
 // The JSON objects of SPEC §5.4. Every listed field is always present:
 // empty values are null, false or [], never omitted.
 
-func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func timeJSON(t time.Time) string { return app.FormatTime(t) }
 
 func timePtr(t *time.Time) *string {
 	if t == nil {

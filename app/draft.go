@@ -1,0 +1,41 @@
+package app
+
+import (
+	"github.com/inboxd/inboxd/message"
+	"github.com/inboxd/inboxd/store"
+)
+
+// Draft is the send an approval holds, as its object shows it (SPEC §7):
+// read from the exact bytes the approval is bound to.
+type Draft struct {
+	To, Cc, Bcc []store.Address
+	Subject     string
+	Text, HTML  *string // nil when the draft has no such part
+	Attachments []message.Attachment
+}
+
+// DraftOf reads the draft of an approval. Bcc is kept beside the bytes:
+// it is not a header of the message.
+func DraftOf(ap store.Approval) Draft {
+	p := message.Parse(ap.Raw)
+	d := Draft{To: draftAddresses(p.To), Cc: draftAddresses(p.Cc), Bcc: draftAddresses(ap.Bcc), Subject: p.Subject,
+		Attachments: p.Attachments}
+	if p.HasText {
+		d.Text = &p.Text
+	}
+	if p.HasHTML {
+		d.HTML = &p.HTML
+	}
+	return d
+}
+
+func draftAddresses(as []message.Address) []store.Address {
+	out := make([]store.Address, len(as))
+	for i, a := range as {
+		out[i] = store.Address{Email: a.Email}
+		if a.Name != "" {
+			out[i].Name = &a.Name
+		}
+	}
+	return out
+}
