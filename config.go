@@ -39,6 +39,9 @@ type Config struct {
 
 	APIRateLimit    int
 	HTTPBodyTimeout time.Duration
+	// PublicURL is where clients reach the server behind a reverse proxy:
+	// /mcp accepts its host (SPEC §11).
+	PublicURL string
 
 	Outbound              string
 	RelayURL              string
@@ -117,6 +120,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
 	fs.DurationVar(&c.HTTPBodyTimeout, "http-body-timeout", time.Minute, "longest time an HTTP request body may take to arrive (a slower one gets 400); 0 disables")
+	fs.StringVar(&c.PublicURL, "public-url", "", "the URL clients reach this server at behind a reverse proxy (https://mail.example.com): /mcp accepts requests for its host name, which it otherwise refuses on a loopback listener")
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
 	fs.StringVar(&c.RelayCAFile, "relay-ca-file", "", "extra CA certificates (PEM) to verify the relay with")

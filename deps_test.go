@@ -41,7 +41,7 @@ var allowedDeps = map[string][]string{
 	"webhook":  {"message", "thread", "store"},
 	"app":      {"message", "thread", "store", "webhook"}, // webhook: the secret format (above)
 	"api":      {"message", "thread", "store", "app", "outbound", "webhook"},
-	"mcp":      {"message", "thread", "store", "app", "api"},
+	"mcp":      {"app"}, // transport only: every tool calls an operation
 	"web":      {},
 	"corpus":   {"message", "thread"},
 }
@@ -90,6 +90,9 @@ func TestImportAllowed(t *testing.T) {
 		{"webhook", "webhook/worker.go", "app", false},
 		{"store", "store/store.go", "app", false},
 		{"api", "api/api.go", "app", true},
+		{"mcp", "mcp/mcp.go", "app", true},
+		{"mcp", "mcp/mcp.go", "store", false},
+		{"mcp", "mcp/mcp.go", "message", false},
 	} {
 		if got := importAllowed(c.pkg, c.file, c.dep); got != c.want {
 			t.Errorf("%s importing %s: allowed = %v, want %v", c.file, c.dep, got, c.want)

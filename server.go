@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/inboxd/inboxd/api"
+	"github.com/inboxd/inboxd/app"
+	"github.com/inboxd/inboxd/mcp"
 	"github.com/inboxd/inboxd/outbound"
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/spool"
@@ -210,9 +212,21 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	if err != nil {
 		return nil, err
 	}
+	ops, err := app.New(ctx, db, app.Config{Logger: log, Draining: s.draining})
+	if err != nil {
+		return nil, err
+	}
+	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Version: version, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/", handler)
 	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
-	// has its own bound (api.Config.BodyTimeout).
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// has its own bound (api.Config.BodyTimeout), MCP responses a write
+	// deadline each.
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
 
