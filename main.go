@@ -75,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args, getenv, stdout)
 	case "send":
 		return sendCmd(ctx, args, getenv, stdout)
+	case "mcp":
+		return mcpCmd(ctx, args, getenv, os.Stdin, stdout, stderr)
 	}
 	return fmt.Errorf("unknown command %q (try: inboxd help)", cmd)
 }
@@ -91,6 +93,8 @@ Usage:
   inboxd keys list
   inboxd keys revoke KEY_ID
   inboxd send --to ADDRESS [--subject S] [--text T|-] [--html H] [--from INBOX] [--url URL] [--key KEY]
+  inboxd mcp --url URL --key KEY              a stdio MCP server for agents, forwarding to the server's /mcp
+                                              (INBOXD_URL, INBOXD_KEY)
   inboxd version
   inboxd help
 
