@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -1003,4 +1004,61 @@ func TestMCPStdioBridge(t *testing.T) {
 	if out, err := exec.Command(bin, "mcp").CombinedOutput(); err == nil || !strings.Contains(string(out), "INBOXD_KEY") {
 		t.Errorf("no key: %v\n%s", err, out)
 	}
+}
+
+// An independent client: the official TypeScript SDK (npm
+// @modelcontextprotocol/sdk, installed under mcp/testdata by .ci/run)
+// lists the tools, calls list_threads, and waits for a message that
+// arrives over SMTP while it waits. Skipped only on a machine without
+// node or the package; under CI=true their absence fails.
+func TestMCPTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node not installed")
+	}
+	if _, err := os.Stat(filepath.Join("mcp", "testdata", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		skipOrFail(t, "run: npm ci --prefix mcp/testdata")
+	}
+	data := t.TempDir()
+	s := startServer(t, data, "--log-level", "debug")
+	c, project, inbox := adminAPI(t, data, s.http)
+	mustSend(t, s.smtp, "inbox@localhost", "From: Ann <ann@example.com>\r\nMessage-ID: <ts1@x>\r\nSubject: for the TypeScript client\r\n\r\nhello\r\n")
+	cmd := exec.Command(node, filepath.Join("mcp", "testdata", "client.mjs"), "http://"+s.http+"/mcp", newKey(t, c, project, readScopes, nil), inbox)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	s.stderr.await(t, `op=wait_messages wait=30s`)
+	mustSend(t, s.smtp, "inbox@localhost", "From: Ann <ann@example.com>\r\nMessage-ID: <ts2@x>\r\nSubject: while it waits\r\n\r\nhello\r\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client.mjs: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	var saw struct {
+		Server   string
+		Tools    []string
+		ReadOnly int
+		Threads  int
+		Text     bool `json:"threadsText"`
+		Waited   []string
+		Cursor   string
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &saw); err != nil {
+		t.Fatalf("client.mjs printed %q: %v", stdout.String(), err)
+	}
+	if saw.Server != "inboxd" || len(saw.Tools) != 8 || saw.ReadOnly != 8 || saw.Threads != 1 || !saw.Text ||
+		!slices.Equal(saw.Waited, []string{"while it waits"}) || saw.Cursor == "" {
+		t.Errorf("the TypeScript client saw %+v", saw)
+	}
+}
+
+// skipOrFail skips on a developer machine without a tool .ci/run
+// installs, and fails under CI=true, where it must be there.
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
