@@ -41,17 +41,13 @@ func (a *App) ReadThread(ctx context.Context, c Caller, inboxID, threadID string
 }
 
 // bodies opens the bodies of messages the caller's operation has let
-// through.
+// through, in one query.
 func (a *App) bodies(ctx context.Context, msgs []store.Message) (map[string]store.BodyParts, error) {
-	out := make(map[string]store.BodyParts, len(msgs))
-	for _, m := range msgs {
-		b, err := a.db.OpenBody(ctx, m.ID)
-		if err != nil {
-			return nil, err
-		}
-		out[m.ID] = b
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
 	}
-	return out, nil
+	return a.db.OpenBodies(ctx, ids)
 }
 
 // The forms of a body WriteBodyPart writes.

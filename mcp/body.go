@@ -29,6 +29,7 @@ type chunk struct {
 	text      string
 	offset    int  // of its first character in the body, in characters (code points)
 	chars     int  // how many it holds
+	escaped   int  // its size inside a JSON string
 	truncated bool // the body goes on after it
 }
 
@@ -40,7 +41,7 @@ type collector struct {
 	skip               int
 	jsonRoom, textRoom int
 	b                  strings.Builder
-	n                  int
+	n, escaped         int
 	partial            []byte // the start of a character split between two writes
 	truncated          bool
 }
@@ -55,11 +56,14 @@ func (c *collector) Write(p []byte) (int, error) {
 		c.partial = nil
 	}
 	for len(data) > 0 {
-		if !utf8.FullRune(data) {
-			c.partial = append([]byte(nil), data...)
-			break
+		r, size := rune(data[0]), 1
+		if r >= utf8.RuneSelf {
+			if !utf8.FullRune(data) {
+				c.partial = append([]byte(nil), data...)
+				break
+			}
+			r, size = utf8.DecodeRune(data)
 		}
-		r, size := utf8.DecodeRune(data)
 		data = data[size:]
 		if c.skip > 0 {
 			c.skip--
@@ -72,7 +76,12 @@ func (c *collector) Write(p []byte) (int, error) {
 		}
 		c.jsonRoom -= w
 		c.textRoom--
-		c.b.WriteRune(r)
+		c.escaped += w
+		if r < utf8.RuneSelf {
+			c.b.WriteByte(byte(r))
+		} else {
+			c.b.WriteRune(r)
+		}
 		c.n++
 	}
 	return len(p), nil
@@ -96,9 +105,10 @@ func readChunk(ctx context.Context, b app.BodyParts, form string, offset, jsonRo
 		if !c.truncated {
 			c.b.WriteRune(utf8.RuneError)
 			c.n++
+			c.escaped++
 		}
 	}
-	return chunk{text: c.b.String(), offset: offset, chars: c.n, truncated: c.truncated}, ok, nil
+	return chunk{text: c.b.String(), offset: offset, chars: c.n, escaped: c.escaped, truncated: c.truncated}, ok, nil
 }
 
 // bodyJSON is a piece of a message's body.
@@ -186,24 +196,34 @@ type bodied struct {
 func fitBodied(ctx context.Context, sp *space, f *fence, form string, most int, msgs []bodied, narrower func(app.Message) string) ([]bodiedMessageJSON, []string, error) {
 	out := []bodiedMessageJSON{}
 	var texts []string
+	// Upper bounds of a message's size, without its body's characters:
+	// its metadata as it is, its body's other fields at their widest. The
+	// space is charged the bounds (and the body's characters): the result
+	// is encoded once, at the end.
 	fenceLen := runes(f.open) + runes(f.close)
+	next := placeholder
+	widest := bodyJSON{Form: form, Available: true, Offset: placeholder, Chars: placeholder, Truncated: true, NextOffset: &next}
+	wb, err := encode(widest)
+	if err != nil {
+		return nil, nil, err
+	}
+	bodyBound := utf8.RuneCount(wb) + len(`,"body":`) + fenceLen
 	for i, b := range msgs {
 		sep := 0
 		if i > 0 {
 			sep = 1 // the comma in the JSON list
 		}
 		meta := messageObject(b.m, b.atts, b.dels, f, 0, most)
-		// An upper bound of the message without its body's characters.
-		next := placeholder
-		bound := bodiedMessageJSON{meta, bodyJSON{Form: form, Available: true, Offset: b.offset, Chars: placeholder, Truncated: true, NextOffset: &next}}
-		j, err := encode(bound)
+		j, err := encode(meta)
 		if err != nil {
 			return nil, nil, err
 		}
 		var tb strings.Builder
 		writeMessageText(&tb, meta)
-		writeBodyText(&tb, bound.Body, b.m.ID, f)
-		jsonBound, textBound := utf8.RuneCount(j)+sep+fenceLen, runes(tb.String())+fenceLen+3
+		metaText := tb.String()
+		tb.Reset()
+		writeBodyText(&tb, widest, b.m.ID, f)
+		jsonBound, textBound := utf8.RuneCount(j)+bodyBound+sep, runes(metaText)+runes(tb.String())+fenceLen+3
 		if !sp.fits(jsonBound, textBound) {
 			if i == 0 {
 				return nil, nil, tooLargef("message %s alone does not fit in %d characters: %s", b.m.ID, sp.limit, narrower(b.m))
@@ -214,15 +234,11 @@ func fitBodied(ctx context.Context, sp *space, f *fence, form string, most int, 
 		if err != nil {
 			return nil, nil, err
 		}
+		sp.take(jsonBound+ch.escaped, textBound+ch.chars)
 		o := bodiedMessageJSON{meta, bodyObject(ch, form, ok, f)}
-		j, err = encode(o)
-		if err != nil {
-			return nil, nil, err
-		}
 		tb.Reset()
-		writeMessageText(&tb, meta)
+		tb.WriteString(metaText)
 		writeBodyText(&tb, o.Body, b.m.ID, f)
-		sp.take(utf8.RuneCount(j)+sep, runes(tb.String()))
 		out = append(out, o)
 		texts = append(texts, tb.String())
 		if ch.truncated {

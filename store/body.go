@@ -392,6 +392,52 @@ func (db *DB) OpenBody(ctx context.Context, messageID string) (BodyParts, error)
 	if err != nil {
 		return BodyParts{}, fmt.Errorf("body: %w", err)
 	}
+	return db.openedBody(messageID, text, html, extracted, size, packed)
+}
+
+// sqlOpenBodies is sqlOpenBody for a JSON list of message ids.
+const sqlOpenBodies = `SELECT message_id, text, html, extracted_text, length(packed),
+	CASE WHEN length(packed) <= ? THEN packed ELSE substr(packed, 1, ?) END FROM bodies
+	WHERE message_id IN (SELECT value FROM json_each(?))`
+
+// OpenBodies is OpenBody for several messages in one query (a page of a
+// thread read with its bodies), by message id; a message without a body
+// is ErrNotFound.
+func (db *DB) OpenBodies(ctx context.Context, messageIDs []string) (map[string]BodyParts, error) {
+	out := make(map[string]BodyParts, len(messageIDs))
+	if len(messageIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.readQuery(ctx, sqlOpenBodies, blobChunk, maxPackHeader, stringsJSON(messageIDs))
+	if err != nil {
+		return nil, fmt.Errorf("bodies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var text, html, extracted sql.NullString
+		var size sql.NullInt64
+		var packed []byte
+		if err := rows.Scan(&id, &text, &html, &extracted, &size, &packed); err != nil {
+			return nil, fmt.Errorf("bodies: %w", err)
+		}
+		if out[id], err = db.openedBody(id, text, html, extracted, size, packed); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("bodies: %w", err)
+	}
+	for _, id := range messageIDs {
+		if _, ok := out[id]; !ok {
+			return nil, fmt.Errorf("body %s: %w", id, ErrNotFound)
+		}
+	}
+	return out, nil
+}
+
+// openedBody is the BodyParts of a row of sqlOpenBody.
+func (db *DB) openedBody(messageID string, text, html, extracted sql.NullString, size sql.NullInt64, packed []byte) (BodyParts, error) {
 	if !size.Valid { // stored before migration 0007
 		parts := BodyParts{ExtractedText: BodyPart{plain: extracted.String}}
 		if text.Valid {

@@ -241,3 +241,53 @@ func TestOpenBodyFailures(t *testing.T) {
 		t.Errorf("plain row: %q %q %q %v", text, html, extracted, errors.Join(err1, err2, err3))
 	}
 }
+
+// OpenBodies opens what OpenBody opens, for several messages in one
+// query: small bodies, large ones read in pieces and rows from before
+// migration 0007 alike; a message without a body is not found.
+func TestOpenBodies(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	large := randomText(3<<20, 4)
+	var ids []string
+	for key, m := range map[string]message.Parsed{
+		"small": {Text: "hello", HasText: true, HTML: "<p>hello</p>", HasHTML: true, ExtractedText: "hello"},
+		"large": {Text: large, HasText: true, ExtractedText: large[:1000]},
+		"plain": {Text: "new", HasText: true, ExtractedText: "new"},
+	} {
+		ids = append(ids, ingestParsed(t, db, b.Inbox.ID, "bodies-"+key, &m))
+	}
+	if _, err := db.w.Exec(`UPDATE bodies SET text = 'old', html = NULL, extracted_text = 'old', packed = NULL WHERE message_id = ?`, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.OpenBodies(ctx, ids)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("%d bodies, %v", len(all), err)
+	}
+	for _, id := range ids {
+		one, err := db.OpenBody(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := all[id]
+		if (got.HTML != nil) != (one.HTML != nil) || (got.Text != nil) != (one.Text != nil) {
+			t.Fatalf("%s: parts differ", id)
+		}
+		for what, p := range map[string][2]*BodyPart{"text": {got.Text, one.Text}, "html": {got.HTML, one.HTML}, "extracted": {&got.ExtractedText, &one.ExtractedText}} {
+			if p[0] == nil {
+				continue
+			}
+			a, err1 := readPart(t, p[0])
+			b, err2 := readPart(t, p[1])
+			if a != b || err1 != nil || err2 != nil {
+				t.Errorf("%s %s: %d bytes %v, OpenBody %d bytes %v", id, what, len(a), err1, len(b), err2)
+			}
+		}
+	}
+	if _, err := db.OpenBodies(ctx, append(ids, "msg_missing")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a missing body: %v", err)
+	}
+	if none, err := db.OpenBodies(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("no ids: %v %v", none, err)
+	}
+}
