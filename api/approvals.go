@@ -5,8 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
-	"github.com/inboxd/inboxd/store"
 )
 
 type approvalJSON struct {
@@ -41,7 +41,7 @@ func msgAddresses(as []message.Address) []addressJSON {
 	return out
 }
 
-func approvalObject(a store.Approval) approvalJSON {
+func approvalObject(a app.Approval) approvalJSON {
 	p := message.Parse(a.Raw)
 	d := draftJSON{
 		To: msgAddresses(p.To), Cc: msgAddresses(p.Cc), Bcc: msgAddresses(a.Bcc), Subject: p.Subject,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
-	"github.com/inboxd/inboxd/store"
 )
 
 func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
@@ -23,7 +22,7 @@ func (s *Server) inboxMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeList(w, msgs.Page, func(m store.Message) messageJSON {
+	writeList(w, msgs.Page, func(m app.Message) messageJSON {
 		return messageObject(m, msgs.Inbox.Environment, msgs.Attachments[m.ID], msgs.Deliveries[m.ID])
 	})
 }
@@ -80,7 +79,7 @@ func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 // writeBodyJSON writes {"body_available","extracted_text","html",
 // "original_raw_available","text"} and a newline. w's errors are sticky:
 // the caller's Flush reports one that only a WriteString saw.
-func writeBodyJSON(ctx context.Context, w *bufio.Writer, b store.BodyParts, rawStored bool, cid func(string) (string, bool)) error {
+func writeBodyJSON(ctx context.Context, w *bufio.Writer, b app.BodyParts, rawStored bool, cid func(string) (string, bool)) error {
 	w.WriteString(`{"body_available":true,"extracted_text":`)
 	if err := writeJSONString(w, copyPart(ctx, &b.ExtractedText)); err != nil {
 		return err
@@ -108,7 +107,7 @@ func writeBodyJSON(ctx context.Context, w *bufio.Writer, b store.BodyParts, rawS
 }
 
 // copyPart copies a part's text to the writer it is given.
-func copyPart(ctx context.Context, p *store.BodyPart) func(io.Writer) error {
+func copyPart(ctx context.Context, p *app.BodyPart) func(io.Writer) error {
 	return func(w io.Writer) error {
 		r := p.Open(ctx)
 		defer r.Close()

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 // The JSON objects of SPEC §5.4. Every listed field is always present:
@@ -47,7 +46,7 @@ type inboxJSON struct {
 	DeferredCount  int64    `json:"deferred_count"`
 }
 
-func inboxObject(ib store.Inbox) inboxJSON {
+func inboxObject(ib app.Inbox) inboxJSON {
 	return inboxJSON{
 		ID: ib.ID, ProjectID: ib.ProjectID, Address: ib.Address, DisplayName: strOrNull(ib.DisplayName),
 		Environment: ib.Environment, SendPolicy: ib.SendPolicy, AllowedDomains: emptyIfNil(ib.AllowedDomains),
@@ -65,7 +64,7 @@ type keyJSON struct {
 	LastUsedAt  *string  `json:"last_used_at"`
 }
 
-func keyObject(k store.Key) keyJSON {
+func keyObject(k app.Key) keyJSON {
 	return keyJSON{
 		ID: k.ID, Name: k.Name, Scopes: emptyIfNil(k.Scopes), InboxIDs: k.InboxIDs, TokenPrefix: k.TokenPrefix,
 		CreatedAt: timeJSON(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt),
@@ -95,7 +94,7 @@ func (t *threadJSON) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func threadObject(t store.Thread) threadJSON {
+func threadObject(t app.Thread) threadJSON {
 	return threadJSON{
 		ID: t.ID, InboxID: t.InboxID, Subject: t.Subject, Preview: t.Preview, MessageCount: t.MessageCount,
 		LastMessageAt: timeJSON(t.LastMessageAt), LastMessageDirection: t.LastMessageDirection, CreatedAt: timeJSON(t.CreatedAt),
@@ -113,7 +112,7 @@ func (a *addressJSON) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func addresses(as []store.Address) []addressJSON {
+func addresses(as []app.Address) []addressJSON {
 	out := make([]addressJSON, 0, len(as))
 	for _, a := range as {
 		out = append(out, addressJSON{Email: a.Email, Name: a.Name})
@@ -157,7 +156,7 @@ func (a *attachmentJSON) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func attachmentObject(a store.Attachment) attachmentJSON {
+func attachmentObject(a app.Attachment) attachmentJSON {
 	return attachmentJSON{
 		ID: a.ID, Filename: strOrNull(a.Filename), Bytes: a.Bytes, ContentType: a.ContentType, Disposition: a.Disposition,
 		ContentID: strOrNull(a.ContentID), ScanStatus: a.ScanStatus, Downloadable: app.Downloadable(a),
@@ -248,7 +247,7 @@ func (m *threadMessageJSON) appendJSON(b []byte) []byte {
 
 // firstToStatus is the status of the first To recipient (SPEC §5.4); null
 // for inbound messages.
-func firstToStatus(dels []store.DeliveryStatus) *string {
+func firstToStatus(dels []app.DeliveryStatus) *string {
 	for _, d := range dels {
 		if d.Type == "to" {
 			s := d.Status
@@ -260,7 +259,7 @@ func firstToStatus(dels []store.DeliveryStatus) *string {
 
 // messageObject renders a message; dels are an outbound message's
 // recipients with their delivery status.
-func messageObject(m store.Message, environment string, atts []store.Attachment, dels []store.DeliveryStatus) messageJSON {
+func messageObject(m app.Message, environment string, atts []app.Attachment, dels []app.DeliveryStatus) messageJSON {
 	o := messageJSON{
 		ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Direction: m.Direction, Subject: m.Subject, Preview: m.Preview,
 		State: m.State, Environment: environment, Simulated: m.Simulated, Echo: m.Echo,

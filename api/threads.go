@@ -6,7 +6,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +55,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listOf(msgs.Page, func(m store.Message) threadMessageJSON {
+	out := listOf(msgs.Page, func(m app.Message) threadMessageJSON {
 		dels := msgs.Deliveries[m.ID]
 		return threadMessageJSON{messageJSON: messageObject(m, msgs.Inbox.Environment, msgs.Attachments[m.ID], dels),
 			Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels)}

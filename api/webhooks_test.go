@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/webhook"
 )
@@ -128,7 +129,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 
 func TestWebhookDenyPrivateAtRegistration(t *testing.T) {
 	var checked []string
-	e := newEnv(t, Config{CheckWebhookURL: func(_ context.Context, u *url.URL) error {
+	e := newEnvWith(t, Config{}, app.Config{CheckWebhookURL: func(_ context.Context, u *url.URL) error {
 		checked = append(checked, u.Host)
 		if u.Hostname() == "127.0.0.1" {
 			return errors.New("127.0.0.1 is a loopback address")

@@ -43,10 +43,15 @@ type Store interface {
 }
 
 // Submitter sends what an authenticated client submits through the send
-// path (SPEC §6): routes, approval gate and the durable queue.
+// path (SPEC §6): routes, approval gate and the durable queue. It returns
+// ErrSenderNotAllowed for a From the key may not send from.
 type Submitter interface {
-	Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) (store.SendResult, error)
+	Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) error
 }
+
+// ErrSenderNotAllowed is a submission whose From is not an inbox the key
+// may send from; the client hears 550 5.7.1.
+var ErrSenderNotAllowed = errors.New("smtp: From is not an inbox this key may send from")
 
 // Config configures the inbound server.
 type Config struct {
@@ -310,6 +315,7 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 var (
 	errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
 	errRelayDenied      = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
+	errSenderNotAllowed = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "From is not an inbox this key may send from"}
 )
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
@@ -442,8 +448,7 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 		defer cancel()
-		_, err := ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
-		return err
+		return ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
 	}
 	if ss.token != nil {
 		// A submission (SPEC §2): its Bcc: reaches no copy, the local
@@ -623,6 +628,9 @@ func (s *Server) reply(stage string, err error) error {
 	}
 	if errors.Is(err, store.ErrInboxGone) { // the transaction's inboxes were deleted since RCPT
 		return errUnknownRecipient
+	}
+	if errors.Is(err, ErrSenderNotAllowed) {
+		return errSenderNotAllowed
 	}
 	s.log.Error("smtp: local failure", "stage", stage, "err", err)
 	return errLocal

@@ -494,19 +494,23 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 // messageRow is what differs between storing an inbound and an outbound
 // message; everything else comes from the prepared message.
 type messageRow struct {
-	inboxID    string
-	threadID   string // "" opens a new thread
-	direction  string
-	state      string
-	match      thread.Match
-	echo       bool
-	tag        string
-	bcc        string // JSON list
-	confirmed  bool   // the Message-ID is final
-	approvalID string
-	createdAt  time.Time
-	links      []string
-	ownLinked  bool // the message's own id was a missing parent when looked up
+	// id and newThreadID are the message's id and its thread's when it
+	// opens one; minted here when "" (an ingest mints them in its
+	// transaction, a send before it).
+	id, newThreadID string
+	inboxID         string
+	threadID        string // "" opens a new thread
+	direction       string
+	state           string
+	match           thread.Match
+	echo            bool
+	tag             string
+	bcc             string // JSON list
+	confirmed       bool   // the Message-ID is final
+	approvalID      string
+	createdAt       time.Time
+	links           []string
+	ownLinked       bool // the message's own id was a missing parent when looked up
 }
 
 // insertMessage stores one message and everything that hangs off it, takes
@@ -549,7 +553,10 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	now := r.createdAt
 	threadID := r.threadID
 	if threadID == "" {
-		threadID = db.newID("thd_")
+		threadID = r.newThreadID
+		if threadID == "" {
+			threadID = db.newID("thd_")
+		}
 		if _, err := db.exec(ctx, tx, sqlInsertThread, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
 			return Delivered{}, fmt.Errorf("insert thread: %w", err)
 		}
@@ -558,7 +565,10 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if err := db.queryRow(ctx, tx, sqlNextSequence, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID).Scan(&seq); err != nil {
 		return Delivered{}, fmt.Errorf("next sequence: %w", err)
 	}
-	id := db.newID("msg_")
+	id := r.id
+	if id == "" {
+		id = db.newID("msg_")
+	}
 	var rowid int64
 	var hash any = p.hash
 	if r.direction == "outbound" {
