@@ -96,43 +96,45 @@ func (s *Server) routes(cfg Config) http.Handler {
 				func(r *http.Request) (string, error) { return callerFrom(r).ID, nil },
 				httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRateLimited) })))
 		}
-		r.Get("/v1/me", s.me)
-		// The operations of app check their own scopes.
+		r.Get("/v1/me", s.me) // any valid key
+		// The operations of app check their own scopes; the comment on
+		// each route names the one it checks (TestRouteScopes holds every
+		// comment to the behaviour).
 		r.Route("/v1/projects/{project_id}", func(r chi.Router) {
 			r.Use(s.inProject)
-			r.Get("/inboxes", s.listInboxes)
-			r.Post("/inboxes", s.createInbox)
-			r.Get("/inboxes/{inbox_id}", s.getInbox)
-			r.Patch("/inboxes/{inbox_id}", s.updateInbox)
-			r.Delete("/inboxes/{inbox_id}", s.deleteInbox)
-			r.Get("/inboxes/{inbox_id}/threads", s.listThreads)
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.getThread)
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.threadMessages)
-			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)
-			r.Post("/inboxes/{inbox_id}/messages", s.send)
-			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.getAttachment)
-			r.Get("/inboxes/{inbox_id}/approvals", s.listApprovals)
-			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.getApproval)
-			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.approve)
-			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.reject)
-			r.Get("/events", s.listEvents)
-			r.Post("/test/inbound", s.testInbound)
-			r.Get("/webhooks", s.listWebhooks)
-			r.Post("/webhooks", s.createWebhook)
-			r.Get("/webhooks/{webhook_id}", s.getWebhook)
-			r.Patch("/webhooks/{webhook_id}", s.updateWebhook)
-			r.Delete("/webhooks/{webhook_id}", s.deleteWebhook)
-			r.Post("/webhooks/{webhook_id}/rotate-secret", s.rotateWebhookSecret)
-			r.Get("/webhooks/{webhook_id}/deliveries", s.listWebhookDeliveries)
-			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.getWebhookDelivery)
-			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)
-			r.Get("/keys", s.listKeys)
-			r.Post("/keys", s.createKey)
-			r.Delete("/keys/{key_id}", s.revokeKey)
+			r.Get("/inboxes", s.listInboxes)                                                                // inboxes:read
+			r.Post("/inboxes", s.createInbox)                                                               // inboxes:write
+			r.Get("/inboxes/{inbox_id}", s.getInbox)                                                        // inboxes:read
+			r.Patch("/inboxes/{inbox_id}", s.updateInbox)                                                   // inboxes:write
+			r.Delete("/inboxes/{inbox_id}", s.deleteInbox)                                                  // inboxes:write
+			r.Get("/inboxes/{inbox_id}/threads", s.listThreads)                                             // threads:read
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.getThread)                                   // threads:read
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.threadMessages)                     // messages:read
+			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)                                          // messages:read
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)                                // messages:read
+			r.Post("/inboxes/{inbox_id}/messages", s.send)                                                  // messages:send
+			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)                          // messages:delete
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)                              // messages:read
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)                                // messages:raw
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.getAttachment) // messages:read
+			r.Get("/inboxes/{inbox_id}/approvals", s.listApprovals)                                         // approvals:read
+			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.getApproval)                             // approvals:read
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.approve)                        // approvals:write
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.reject)                          // approvals:write
+			r.Get("/events", s.listEvents)                                                                  // events:read
+			r.Post("/test/inbound", s.testInbound)                                                          // test:write
+			r.Get("/webhooks", s.listWebhooks)                                                              // webhooks:read
+			r.Post("/webhooks", s.createWebhook)                                                            // webhooks:write
+			r.Get("/webhooks/{webhook_id}", s.getWebhook)                                                   // webhooks:read
+			r.Patch("/webhooks/{webhook_id}", s.updateWebhook)                                              // webhooks:write
+			r.Delete("/webhooks/{webhook_id}", s.deleteWebhook)                                             // webhooks:write
+			r.Post("/webhooks/{webhook_id}/rotate-secret", s.rotateWebhookSecret)                           // webhooks:write
+			r.Get("/webhooks/{webhook_id}/deliveries", s.listWebhookDeliveries)                             // webhooks:read
+			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.getWebhookDelivery)                  // webhooks:read
+			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)         // webhooks:write
+			r.Get("/keys", s.listKeys)                                                                      // keys:write
+			r.Post("/keys", s.createKey)                                                                    // keys:write
+			r.Delete("/keys/{key_id}", s.revokeKey)                                                         // keys:write
 		})
 	})
 	return r
