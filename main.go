@@ -75,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args, getenv, stdout)
 	case "send":
 		return sendCmd(ctx, args, getenv, stdout)
+	case "backup":
+		return backupCmd(ctx, args, getenv, stdout)
 	}
 	return fmt.Errorf("unknown command %q (try: inboxd help)", cmd)
 }
@@ -91,6 +93,7 @@ Usage:
   inboxd keys list
   inboxd keys revoke KEY_ID
   inboxd send --to ADDRESS [--subject S] [--text T|-] [--html H] [--from INBOX] [--url URL] [--key KEY]
+  inboxd backup FILE                          a consistent copy of the database, checked
   inboxd version
   inboxd help
 

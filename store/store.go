@@ -78,6 +78,7 @@ type Options struct {
 // DB is an open inboxd database.
 type DB struct {
 	w, r *sql.DB
+	url  string // the database file's URL, without parameters (BackupTo)
 	ver  *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
 	// verConn is that connection, held; verEpoch counts the ones held so far.
 	verMu    sync.Mutex
@@ -170,7 +171,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	db := &DB{
-		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
+		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates,
 		writeQ:  make(chan *writeReq, 256),
