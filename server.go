@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,7 +209,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Logger:           log,
 	}, db)
 	s.hooks = webhook.NewWorker(db, webhook.WorkerConfig{
-		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + version,
+		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0],
 		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
 	})
 	handler := api.New(ops, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg,
