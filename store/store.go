@@ -78,7 +78,7 @@ type Options struct {
 // DB is an open inboxd database.
 type DB struct {
 	w, r *sql.DB
-	url  string // the database file's URL, without parameters (BackupTo)
+	url  string  // the database file's URL, without parameters (BackupTo)
 	ver  *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
 	// verConn is that connection, held; verEpoch counts the ones held so far.
 	verMu    sync.Mutex
