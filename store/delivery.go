@@ -23,8 +23,25 @@ type Claimed struct {
 	RFCMessageID       string // without brackets
 }
 
-// The statements of the send and delivery path, prepared at Open.
+// The statements of the delivery queue. Those the writer runs are
+// prepared at Open (writeStmts); sqlRelayDue and sqlDueLocalRaw run on the
+// read pool.
 const (
+	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
+				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
+			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
+	sqlRelayDue  = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
+	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+				WHERE m.id = ?`
+	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
+	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
+	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
+			WHERE id = ? RETURNING message_id, email`
+	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
+	// sqlDueLocalRaw finds due local deliveries and their messages.
+	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d JOIN raw_messages r ON r.message_id = d.message_id
+		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
 	// sqlDueLocal takes the deliveries DeliverLocalDue prepared (a JSON
 	// list of ids) that are still due.
 	sqlDueLocal = `SELECT d.id, d.message_id, d.email, i.address FROM deliveries d
@@ -33,26 +50,15 @@ const (
 		ORDER BY d.next_attempt_at, d.id`
 	sqlCountLocalAttempt = `UPDATE deliveries SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?)
 		WHERE id IN (SELECT value FROM json_each(?))`
-	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-				WHERE m.id = ?`
-	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
-	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
-	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
-			WHERE id = ? RETURNING message_id, email`
-	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
-	// sqlDueLocalRaw finds due local deliveries and their messages, on
-	// the read pool.
-	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d JOIN raw_messages r ON r.message_id = d.message_id
-		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
+	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
+)
+
+// The statements of Send's queueTx (send.go). It still runs them as SQL
+// text (db.exec, db.queryRow), unprepared, until they join writeStmts.
+const (
 	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
 	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
-				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
-			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
-			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
-	sqlRelayDue       = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
-	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 )
 
 // ClaimDeliveries marks up to limit due relay deliveries as sending and
@@ -77,7 +83,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	var out []Claimed
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := db.query(ctx, tx, sqlClaimRelay, ms(now), ms(now.Add(lease)), limit)
+		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
@@ -96,7 +102,8 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 			return err
 		}
 		for i := range out {
-			if err := db.queryRow(ctx, tx, sqlClaimInfo, out[i].MessageID).Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
+			if err := tx.StmtContext(ctx, db.ws.claimInfo).QueryRowContext(ctx, out[i].MessageID).
+				Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
 				return fmt.Errorf("claim deliveries: %w", err)
 			}
 		}
@@ -124,7 +131,7 @@ func messageIDsOf(cs []Claimed) []string {
 // recipients.
 func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
 	for _, id := range messageIDs {
-		rows, err := db.query(ctx, tx, sqlDeliveryStatuses, id)
+		rows, err := tx.StmtContext(ctx, db.ws.deliveryStatuses).QueryContext(ctx, id)
 		if err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
@@ -138,7 +145,7 @@ func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string)
 			statuses = append(statuses, s)
 		}
 		rows.Close()
-		if _, err := db.exec(ctx, tx, sqlSetMessageState, aggregate(statuses), id); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.setMessageState).ExecContext(ctx, aggregate(statuses), id); err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
 	}
@@ -218,7 +225,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 			next = ms(r.NextAttempt)
 		}
 		var msg, email string
-		if err := db.queryRow(ctx, tx, sqlRecordDelivery, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
+		if err := tx.StmtContext(ctx, db.ws.recordDelivery).QueryRowContext(ctx, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		if !seen[msg] {
@@ -239,7 +246,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 		var inboxID, threadID string
 		var seq int64
 		var simulated, echo bool
-		if err := db.queryRow(ctx, tx, sqlDeliveryMessage, g.message).
+		if err := tx.StmtContext(ctx, db.ws.deliveryMessage).QueryRowContext(ctx, g.message).
 			Scan(&inboxID, &threadID, &seq, &simulated, &echo); err != nil {
 			return fmt.Errorf("delivery event: %w", err)
 		}
@@ -261,7 +268,7 @@ func nullIfZero(n int) any {
 
 func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
 	return resolveRecipient(address, func(a string) (Inbox, error) {
-		ib, err := scanInbox(db.queryRow(ctx, tx, sqlInboxByAddress, a))
+		ib, err := scanInbox(tx.StmtContext(ctx, db.ws.inboxByAddress).QueryRowContext(ctx, a))
 		if errors.Is(err, sql.ErrNoRows) {
 			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
 		}
@@ -372,7 +379,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		// that has begun is short and finishes.
 		ctx := context.WithoutCancel(ctx)
 		now := db.now()
-		rows, err := db.query(ctx, tx, sqlDueLocal, string(prepared), ms(now))
+		rows, err := tx.StmtContext(ctx, db.ws.dueLocal).QueryContext(ctx, string(prepared), ms(now))
 		if err != nil {
 			return fmt.Errorf("due local deliveries: %w", err)
 		}
@@ -393,7 +400,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		}
 		n = len(cs)
 		list, _ := json.Marshal(ids)
-		if _, err := db.exec(ctx, tx, sqlCountLocalAttempt, ms(now), string(list)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.countLocalAttempt).ExecContext(ctx, ms(now), string(list)); err != nil {
 			return fmt.Errorf("count local attempts: %w", err)
 		}
 		var results []DeliveryResult
