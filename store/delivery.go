@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/inboxd/inboxd/message"
 )
 
 // Claimed is a delivery the worker took (status sending).
@@ -50,7 +47,6 @@ const (
 		ORDER BY d.next_attempt_at, d.id`
 	sqlCountLocalAttempt = `UPDATE deliveries SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?)
 		WHERE id IN (SELECT value FROM json_each(?))`
-	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 )
 
 // The statements of Send's queueTx (send.go). It still runs them as SQL
@@ -265,47 +261,6 @@ func nullIfZero(n int) any {
 	}
 	return n
 }
-
-func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
-	return resolveRecipient(address, func(a string) (Inbox, error) {
-		ib, err := scanInbox(tx.StmtContext(ctx, db.ws.inboxByAddress).QueryRowContext(ctx, a))
-		if errors.Is(err, sql.ErrNoRows) {
-			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
-		}
-		return ib, err
-	})
-}
-
-// resolveRecipient finds the inbox of an address: the exact address, else
-// the one its +tag reaches (message.SplitTag), with the tag as sent.
-func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
-	exact := strings.ToLower(strings.TrimSpace(address))
-	ib, err := find(exact)
-	if !errors.Is(err, ErrNotFound) {
-		return ib, "", err
-	}
-	base, tag := message.SplitTag(address)
-	if base == exact { // no +tag to look through
-		return Inbox{}, "", err
-	}
-	ib, err = find(base)
-	return ib, tag, err
-}
-
-// HasInboxAtDomain reports whether some inbox's address is at domain
-// (compared case-insensitively): the gateway serves that domain.
-func (db *DB) HasInboxAtDomain(ctx context.Context, domain string) (bool, error) {
-	var ok bool
-	err := db.readRow(ctx, sqlInboxAtDomain, "@"+domain).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("inbox at domain: %w", err)
-	}
-	return ok, nil
-}
-
-// sqlInboxAtDomain compares the end of each address, so a domain with %
-// or _ in it is not a pattern. Inboxes are few; the scan is cheap.
-const sqlInboxAtDomain = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE substr(address, -length(?1)) = ?1 COLLATE NOCASE)`
 
 // DeliverLocalDue delivers up to limit due local deliveries through the
 // ingest path (each arrives as inbound mail in its inbox, threaded by its

@@ -53,7 +53,9 @@ type writeStmts struct {
 	deliveryMessage   *sql.Stmt // what a delivery event says of its message
 	dueLocal          *sql.Stmt // the prepared local deliveries still due
 	countLocalAttempt *sql.Stmt // counts local deliveries' attempt
-	inboxByAddress    *sql.Stmt // a local recipient's inbox
+
+	// inbox.go: a local delivery's recipient.
+	inboxByAddress *sql.Stmt // an inbox by address
 }
 
 // prepareWrites fills db.ws on the writer connection.
@@ -97,6 +99,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.deliveryMessage, sqlDeliveryMessage},
 		{&ws.dueLocal, sqlDueLocal},
 		{&ws.countLocalAttempt, sqlCountLocalAttempt},
+
 		{&ws.inboxByAddress, sqlInboxByAddress},
 	} {
 		s, err := db.w.PrepareContext(ctx, p.sql)
