@@ -9,8 +9,11 @@ import (
 	"time"
 )
 
-// Claimed is a delivery the worker took (status sending).
-type Claimed struct {
+// DeliveryClaim is a delivery the worker took (status sending). The mail
+// delivery queue's operations are ClaimDeliveries, ReleaseDeliveryClaims,
+// NextDeliveryAt and RecordDeliveries (with a DeliveryResult); the webhook
+// queue's (webhook.go) are named alike, with Webhook before Delivery.
+type DeliveryClaim struct {
 	ID                 int64
 	MessageID, InboxID string
 	Email, Type, Route string
@@ -62,7 +65,7 @@ const (
 // DeliverLocalDue and need no claim). The attempt is recorded before anything is sent, and the claim is a
 // lease: a worker that dies mid-send leaves the delivery due again after
 // lease, never retried in a storm.
-func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryClaim, error) {
 	// Most rounds of the worker find no relay delivery due: the read pool
 	// says so without taking the writer.
 	st, err := db.readStmt(ctx, sqlRelayDue)
@@ -76,7 +79,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	if due == 0 {
 		return nil, nil
 	}
-	var out []Claimed
+	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
 		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), limit)
@@ -84,7 +87,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
 		for rows.Next() {
-			var c Claimed
+			var c DeliveryClaim
 			var first int64
 			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.Type, &c.Route, &c.Attempts, &first); err != nil {
 				rows.Close()
@@ -111,7 +114,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	return out, nil
 }
 
-func messageIDsOf(cs []Claimed) []string {
+func messageIDsOf(cs []DeliveryClaim) []string {
 	seen := map[string]bool{}
 	var ids []string
 	for _, c := range cs {
@@ -148,15 +151,15 @@ func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string)
 	return nil
 }
 
-// ReleaseClaims makes deliveries left in sending by a process that stopped
-// mid-attempt due now. Only one process works the queue, so at start every
-// claim is orphaned; the attempt stays counted.
-func (db *DB) ReleaseClaims(ctx context.Context) error {
+// ReleaseDeliveryClaims makes deliveries left in sending by a process
+// that stopped mid-attempt due now. Only one process works the queue, so
+// at start every claim is orphaned; the attempt stays counted.
+func (db *DB) ReleaseDeliveryClaims(ctx context.Context) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'deferred', next_attempt_at = ?1, updated_at = ?1
 			WHERE status = 'sending' RETURNING message_id`, ms(db.now()))
 		if err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release delivery claims: %w", err)
 		}
 		var ids []string
 		for rows.Next() {
@@ -202,13 +205,13 @@ type RelayReply struct {
 
 // RecordDeliveries stores attempt outcomes and the messages' states.
 func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) error {
-	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveries(ctx, tx, results) })
+	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveriesTx(ctx, tx, results) })
 }
 
-// recordDeliveries stores outcomes, recomputes the messages' states and
+// recordDeliveriesTx stores outcomes, recomputes the messages' states and
 // emits one delivery event per message and status, listing its recipients
 // (SPEC §8), in tx.
-func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
+func (db *DB) recordDeliveriesTx(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
 	now := ms(db.now())
 	var msgs []string
 	seen := map[string]bool{}
@@ -338,10 +341,10 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		if err != nil {
 			return fmt.Errorf("due local deliveries: %w", err)
 		}
-		var cs []Claimed
+		var cs []DeliveryClaim
 		var ids []int64
 		for rows.Next() {
-			var c Claimed
+			var c DeliveryClaim
 			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.From); err != nil {
 				rows.Close()
 				return fmt.Errorf("due local deliveries: %w", err)
@@ -396,7 +399,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 			stored = append(stored, d)
 			results = append(results, DeliveryResult{ID: c.ID, Status: StatusDelivered, Code: 250, Message: "2.0.0 Delivered locally"})
 		}
-		return db.recordDeliveries(ctx, tx, results)
+		return db.recordDeliveriesTx(ctx, tx, results)
 	})
 	if err == nil {
 		db.noteDuplicates(stored)
