@@ -200,7 +200,7 @@ func TestReleaseClaims(t *testing.T) {
 	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || !next.Equal(clock.Now().Add(time.Hour)) {
 		t.Fatalf("leased until %v", next)
 	}
-	if err := db.ReleaseClaims(ctx); err != nil {
+	if err := db.ReleaseDeliveryClaims(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || next.After(clock.Now()) {

@@ -87,8 +87,12 @@ type SendResult struct {
 	Replayed bool `json:"-"`
 }
 
-// The idempotency statements of Send, prepared at Open.
+// The statements of Send, prepared at Open (writeStmts).
 const (
+	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
+	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`
+
 	sqlFindIdempotencyKey = `SELECT request_hash, result, created_at FROM idempotency_keys
 		WHERE project_id = ? AND key = ?`
 	sqlInsertIdempotencyKey = `INSERT INTO idempotency_keys (project_id, key, request_hash, result, created_at)
@@ -144,7 +148,7 @@ func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepar
 	if req.Idempotency != nil {
 		var hash, stored []byte
 		var created int64
-		err := db.queryRow(ctx, tx, sqlFindIdempotencyKey, req.ProjectID, req.Idempotency.Key).Scan(&hash, &stored, &created)
+		err := tx.StmtContext(ctx, db.ws.findIdempotencyKey).QueryRowContext(ctx, req.ProjectID, req.Idempotency.Key).Scan(&hash, &stored, &created)
 		switch {
 		case err == nil:
 			if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
@@ -178,7 +182,7 @@ func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepar
 		if err != nil {
 			return SendResult{}, err
 		}
-		if _, err := db.exec(ctx, tx, sqlInsertIdempotencyKey, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, stored, ms(db.now())); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertIdempotencyKey).ExecContext(ctx, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, stored, ms(db.now())); err != nil {
 			return SendResult{}, fmt.Errorf("store idempotency key: %w", err)
 		}
 	}
@@ -201,7 +205,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 	now := db.now()
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
-		if err := db.queryRow(ctx, tx, sqlParentThread, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
+		if err := tx.StmtContext(ctx, db.ws.parentThread).QueryRowContext(ctx, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
 			}
@@ -253,7 +257,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 			captured = append(captured, map[string]any{"email": r.Email, "delivery_status": StatusCaptured,
 				"smtp_code": nil, "smtp_message": nil})
 		}
-		if _, err := db.exec(ctx, tx, sqlInsertDelivery, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertDelivery).ExecContext(ctx, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
 			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
 		}
 	}

@@ -98,10 +98,10 @@ type DB struct {
 	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
-	// rows newest first instead of collecting every match (query.go).
+	// rows newest first instead of collecting every match (message.go).
 	searchProbe int
 
-	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
+	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
 	bodies bodyPacker
 
@@ -177,7 +177,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
-		stmts:   map[string]*sql.Stmt{},
 		bodies:  newBodyPacker(),
 		sq:      newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
@@ -189,7 +188,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	if err := db.prepareHot(ctx); err != nil {
+	if err := db.prepareWrites(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
