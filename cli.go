@@ -25,7 +25,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, getenv func(string) strin
 	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
 		positional = append(positional, rest[0])
 		if err := fs.Parse(rest[1:]); err != nil {
-			return err
+			return flagError(fs, err)
 		}
 	}
 	return fs.Parse(append([]string{"--"}, positional...))

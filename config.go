@@ -140,8 +140,12 @@ func envName(flagName string) string {
 	return "INBOXD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parseFlags applies INBOXD_* variables, then the command line (which wins).
+// parseFlags applies INBOXD_* variables, then the command line (which
+// wins). Its errors are one line (flagError); --help is a
+// *helpRequested, which run answers with the command's usage.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := getenv(envName(f.Name)); v != "" && err == nil {
@@ -153,7 +157,10 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	if err != nil {
 		return err
 	}
-	return fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	return nil
 }
 
 func (c *Config) validate() error {

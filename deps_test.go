@@ -26,11 +26,8 @@ import (
 // test that builds an App would have to wire it and could pass another.
 // webhook imports only store, so this makes no cycle.
 //
-// api still imports store, outbound and webhook: issue 14 moves its routes
-// into app a few at a time (step 1: me, inboxes, keys; step 2: threads,
-// messages, events, test inbound), and the step that moves the last of
-// them (send, approvals, webhooks) drops those three from api's list,
-// leaving api → app only.
+// The surfaces (api, mcp, web) reach data only through app: they import
+// app (and message's pure text rules), never store, outbound or webhook.
 var allowedDeps = map[string][]string{
 	"message":  {},
 	"spool":    {},
@@ -40,20 +37,33 @@ var allowedDeps = map[string][]string{
 	"outbound": {"message", "thread", "store"}, // the relay is the Relay it declares
 	"webhook":  {"message", "thread", "store"},
 	"app":      {"message", "thread", "store", "webhook"}, // webhook: the secret format (above)
-	"api":      {"message", "thread", "store", "app", "outbound", "webhook"},
+	"api":      {"message", "app"},
 	"mcp":      {"app"}, // transport only: every tool calls an operation
-	"web":      {},
+	"web":      {"message", "app"},
 	"corpus":   {"message", "thread"},
 }
 
 // testDeps are what a package's tests may import beyond allowedDeps.
 // corpus is a test-only helper for any package's tests. outbound's tests
-// drive the real smtp.Relay against a fake smarthost and submit through
-// the real SMTP server: those are the true seams of outbound.Relay and
-// smtp.Config.Submitter, and only main wires them in production.
+// drive the real smtp.Relay against a fake smarthost (the true seam of
+// outbound.Relay, which only main wires in production) with sends made
+// through the real send path, app.Send. A surface's tests set up their
+// fixtures in a real store and run the real workers beside it.
 var testDeps = map[string][]string{
 	"*":        {"corpus"},
-	"outbound": {"smtp"},
+	"outbound": {"smtp", "app"},
+	"api":      {"store", "outbound", "webhook"},
+	"mcp":      {"store"},
+	"web":      {"store"},
+}
+
+// fileForbidden are imports a package may make but some of its files may
+// not: webhook's signing and secret format (webhook.go) and its address
+// checks (private.go) are rules any surface may use, with no store behind
+// them; only the delivery worker reads the queue.
+var fileForbidden = map[string][]string{
+	"webhook/webhook.go": {"store"},
+	"webhook/private.go": {"store"},
 }
 
 // smtp.Relay is outbound.Relay without either package importing the other.
@@ -62,6 +72,9 @@ var _ outbound.Relay = (*smtp.Relay)(nil)
 // importAllowed reports whether file, in package pkg, may import the
 // inboxd package dep.
 func importAllowed(pkg, file, dep string) bool {
+	if slices.Contains(fileForbidden[file], dep) {
+		return false
+	}
 	if dep == pkg || slices.Contains(allowedDeps[pkg], dep) {
 		return true
 	}
@@ -90,9 +103,16 @@ func TestImportAllowed(t *testing.T) {
 		{"webhook", "webhook/worker.go", "app", false},
 		{"store", "store/store.go", "app", false},
 		{"api", "api/api.go", "app", true},
+		{"api", "api/send.go", "store", false},
+		{"api", "api/send.go", "outbound", false},
+		{"api", "api/webhooks.go", "webhook", false},
+		{"api", "api/api_test.go", "store", true},
 		{"mcp", "mcp/mcp.go", "app", true},
 		{"mcp", "mcp/mcp.go", "store", false},
 		{"mcp", "mcp/mcp.go", "message", false},
+		{"webhook", "webhook/webhook.go", "store", false},
+		{"webhook", "webhook/worker.go", "store", true},
+		{"app", "app/send.go", "smtp", false},
 	} {
 		if got := importAllowed(c.pkg, c.file, c.dep); got != c.want {
 			t.Errorf("%s importing %s: allowed = %v, want %v", c.file, c.dep, got, c.want)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,9 +19,6 @@ import (
 
 	"github.com/inboxd/inboxd/store"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,17 +55,37 @@ func watchSignals(sigs <-chan os.Signal, now func() time.Time, stop func(), stde
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdout, stderr)
+	var h *helpRequested
+	if errors.As(err, &h) {
+		h.print(stdout)
+		return nil
+	}
+	return err
+}
+
+// dispatch runs the command args name (serve when they start with a flag).
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "serve" && len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			return help(stdout)
+		case "-version", "--version":
+			printVersion(stdout)
+			return nil
+		}
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, getenv, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help":
 		return help(stdout)
 	case "version":
-		fmt.Fprintln(stdout, "inboxd", version)
+		printVersion(stdout)
 		return nil
 	case "inboxes":
 		return inboxesCmd(ctx, args, getenv, stdout)
@@ -75,10 +93,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keysCmd(ctx, args, getenv, stdout)
 	case "send":
 		return sendCmd(ctx, args, getenv, stdout)
+	case "backup":
+		return backupCmd(ctx, args, getenv, stdout)
 	case "mcp":
 		return mcpCmd(ctx, args, getenv, os.Stdin, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (try: inboxd help)", cmd)
+	return fmt.Errorf("unknown command %q (see: inboxd --help)", cmd)
 }
 
 func help(w io.Writer) error {
@@ -93,10 +113,11 @@ Usage:
   inboxd keys list
   inboxd keys revoke KEY_ID
   inboxd send --to ADDRESS [--subject S] [--text T|-] [--html H] [--from INBOX] [--url URL] [--key KEY]
+  inboxd backup FILE                          a consistent copy of the database, checked
   inboxd mcp --url URL --key KEY              a stdio MCP server for agents, forwarding to the server's /mcp
                                               (INBOXD_URL, INBOXD_KEY)
-  inboxd version
-  inboxd help
+  inboxd version                              also --version
+  inboxd help                                 also --help; CMD --help for one command
 
 Every subcommand takes --data DIR (INBOXD_DATA) and works whether or not the
 server is running.

@@ -15,14 +15,10 @@ import (
 // protocol owns stdout; the log goes to stderr.
 func mcpCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.ReadCloser, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:8025", "the running server's HTTP address (or its /mcp endpoint)")
 	key := fs.String("key", "", "the API key the agent uses (its scopes and inboxes are all the agent gets)")
 	level := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	if err := parseFlags(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	if *key == "" {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +90,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		}
 	}
 	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
-	if c.Outbound == outbound.ModeRelay {
+	if c.Outbound == app.OutboundRelay {
 		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
 			return nil, err
 		}
@@ -174,8 +175,17 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	}
 
 	s.worker = outbound.NewWorker(db, workerCfg)
-	sender := outbound.NewService(db, outbound.Config{Mode: c.Outbound, MaxRecipients: c.MaxRecipients, MaxMessageBytes: c.MaxMessageSize,
-		RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil})
+	appCfg := app.Config{Logger: log, Draining: s.draining, Send: app.SendConfig{Outbound: c.Outbound, MaxRecipients: c.MaxRecipients,
+		MaxMessageBytes: c.MaxMessageSize, RelayRewritesMessageIDs: workerCfg.MessageIDPattern != nil}}
+	if c.WebhookDenyPrivate {
+		appCfg.CheckWebhookURL = webhook.CheckURL
+	}
+	// The one App every surface calls: the same rules, cursor secret,
+	// long-poll drain and in-flight idempotency keys for all.
+	ops, err := app.New(ctx, db, appCfg)
+	if err != nil {
+		return nil, err
+	}
 	// A message over 1 MiB is received into a file and stored in chunks,
 	// so even 25 MB ones cost a few megabytes of memory.
 	sp, err := spool.New(filepath.Join(c.Data, "spool"), 1<<20)
@@ -184,7 +194,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	}
 	s.smtp = smtp.NewServer(smtp.Config{
 		Spool:            sp,
-		Submitter:        sender,
+		Submitter:        submitter{ops},
 		Hostname:         c.Hostname,
 		MaxMessageBytes:  c.MaxMessageSize,
 		MaxRecipients:    c.MaxRecipients,
@@ -200,23 +210,12 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Logger:           log,
 	}, db)
 	s.hooks = webhook.NewWorker(db, webhook.WorkerConfig{
-		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + version,
+		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0],
 		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
 	})
-	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, Sender: sender,
-		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout}
-	if c.WebhookDenyPrivate {
-		apiCfg.CheckWebhookURL = webhook.CheckURL
-	}
-	handler, err := api.New(ctx, db, apiCfg)
-	if err != nil {
-		return nil, err
-	}
-	ops, err := app.New(ctx, db, app.Config{Logger: log, Draining: s.draining})
-	if err != nil {
-		return nil, err
-	}
-	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Version: version, Logger: log})
+	handler := api.New(ops, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg,
+		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout})
+	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Version: strings.Fields(buildVersion())[0], Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -327,4 +326,17 @@ func (s *server) Close() error {
 		s.unlock()
 	}
 	return first
+}
+
+// submitter is app's Submit as smtp's Submitter: smtp answers the one
+// client fault of a submission, a From the key may not send from, with
+// its own error (550 5.7.1).
+type submitter struct{ app *app.App }
+
+func (s submitter) Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) error {
+	err := s.app.Submit(ctx, app.Caller{Key: key}, rcpts, raw)
+	if errors.Is(err, app.ErrSenderNotAllowed) {
+		return smtp.ErrSenderNotAllowed
+	}
+	return err
 }

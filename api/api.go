@@ -7,8 +7,6 @@
 package api
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -19,8 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/outbound"
-	"github.com/inboxd/inboxd/store"
 )
 
 // Config configures the HTTP API.
@@ -30,52 +26,36 @@ type Config struct {
 	RateLimit int
 	// MaxBodyBytes bounds request bodies (413 above it).
 	MaxBodyBytes int64
-	Now          func() time.Time
-	Logger       *slog.Logger
-	Metrics      prometheus.Gatherer
-	// Sender is the send path (composition, routes, approval gate).
-	Sender *outbound.Service
+	// Now is the clock of the thread-page cache.
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics prometheus.Gatherer
 	// MaxSendBytes bounds a send request body (attachments arrive base64).
 	MaxSendBytes int64
-	// CheckWebhookURL, when set, refuses webhook URLs at registration
-	// (--webhook-deny-private); the worker checks again at connect time.
-	// It is app's (app.Config.CheckWebhookURL): New passes it on.
-	CheckWebhookURL app.URLCheck
 	// Draining, once closed, says the server is shutting down: /readyz
-	// answers 503 and long-polls answer at once with what there is, the
-	// answer an expired wait gives (SPEC §13). Requests in flight are left
-	// to finish: their contexts are not cancelled.
+	// answers 503 (the long-polls end through app.Config.Draining).
+	// Requests in flight are left to finish: their contexts are not
+	// cancelled.
 	Draining <-chan struct{}
 	// BodyTimeout bounds the time a request body may take to arrive; 0
 	// leaves it unbounded.
 	BodyTimeout time.Duration
-
-	// pollWaiting, set by tests, is called each time a long-poll is about
-	// to wait for a commit.
-	pollWaiting func()
-	// eventScan, set by tests, replaces the bound on the events one read
-	// of the log examines (app.Config.EventScan).
-	eventScan int
 }
 
 // Server serves the API.
 type Server struct {
-	db      *store.DB
-	app     *app.App // the operations the routes call
-	log     *slog.Logger
-	maxBody int64
-
-	sender      *outbound.Service
+	app         *app.App // the operations the routes call
+	log         *slog.Logger
+	maxBody     int64
 	maxSendBody int64
-	flight      inFlight
 
 	draining <-chan struct{} // for readyz
 
 	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 }
 
-// New returns the HTTP handler.
-func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
+// New returns the HTTP handler over the operations ops.
+func New(ops *app.App, cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -88,21 +68,12 @@ func New(ctx context.Context, db *store.DB, cfg Config) (http.Handler, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	ops, err := app.New(ctx, db, app.Config{Now: cfg.Now, Logger: cfg.Logger, Draining: cfg.Draining, Composer: composer{},
-		PollWaiting: cfg.pollWaiting, EventScan: cfg.eventScan, CheckWebhookURL: cfg.CheckWebhookURL})
-	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	if cfg.Sender == nil {
-		cfg.Sender = outbound.NewService(db, outbound.Config{Now: cfg.Now})
-	}
 	if cfg.MaxSendBytes == 0 {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
-	s := &Server{db: db, app: ops, log: cfg.Logger, maxBody: cfg.MaxBodyBytes,
-		sender: cfg.Sender, maxSendBody: cfg.MaxSendBytes, flight: inFlight{keys: map[string]bool{}},
+	s := &Server{app: ops, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxSendBody: cfg.MaxSendBytes,
 		draining: cfg.Draining, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
-	return s.routes(cfg), nil
+	return s.routes(cfg)
 }
 
 // routes is every route of the server, in one place.
@@ -125,45 +96,45 @@ func (s *Server) routes(cfg Config) http.Handler {
 				func(r *http.Request) (string, error) { return callerFrom(r).ID, nil },
 				httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRateLimited) })))
 		}
-		r.Get("/v1/me", s.me)
-		// The operations of app check their own scopes (me, inboxes,
-		// The operations of app check their own scopes; need checks them
-		// here for the routes that have not moved into app yet (send).
+		r.Get("/v1/me", s.me) // any valid key
+		// The operations of app check their own scopes; the comment on
+		// each route names the one it checks (TestRouteScopes holds every
+		// comment to the behaviour).
 		r.Route("/v1/projects/{project_id}", func(r chi.Router) {
 			r.Use(s.inProject)
-			r.Get("/inboxes", s.listInboxes)
-			r.Post("/inboxes", s.createInbox)
-			r.Get("/inboxes/{inbox_id}", s.getInbox)
-			r.Patch("/inboxes/{inbox_id}", s.updateInbox)
-			r.Delete("/inboxes/{inbox_id}", s.deleteInbox)
-			r.Get("/inboxes/{inbox_id}/threads", s.listThreads)
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.getThread)
-			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.threadMessages)
-			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)
-			r.Post("/inboxes/{inbox_id}/messages", s.need("messages:send", s.send))
-			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)
-			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.getAttachment)
-			r.Get("/inboxes/{inbox_id}/approvals", s.listApprovals)
-			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.getApproval)
-			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.approve)
-			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.reject)
-			r.Get("/events", s.listEvents)
-			r.Post("/test/inbound", s.testInbound)
-			r.Get("/webhooks", s.listWebhooks)
-			r.Post("/webhooks", s.createWebhook)
-			r.Get("/webhooks/{webhook_id}", s.getWebhook)
-			r.Patch("/webhooks/{webhook_id}", s.updateWebhook)
-			r.Delete("/webhooks/{webhook_id}", s.deleteWebhook)
-			r.Post("/webhooks/{webhook_id}/rotate-secret", s.rotateWebhookSecret)
-			r.Get("/webhooks/{webhook_id}/deliveries", s.listWebhookDeliveries)
-			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.getWebhookDelivery)
-			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)
-			r.Get("/keys", s.listKeys)
-			r.Post("/keys", s.createKey)
-			r.Delete("/keys/{key_id}", s.revokeKey)
+			r.Get("/inboxes", s.listInboxes)                                                                // inboxes:read
+			r.Post("/inboxes", s.createInbox)                                                               // inboxes:write
+			r.Get("/inboxes/{inbox_id}", s.getInbox)                                                        // inboxes:read
+			r.Patch("/inboxes/{inbox_id}", s.updateInbox)                                                   // inboxes:write
+			r.Delete("/inboxes/{inbox_id}", s.deleteInbox)                                                  // inboxes:write
+			r.Get("/inboxes/{inbox_id}/threads", s.listThreads)                                             // threads:read
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}", s.getThread)                                   // threads:read
+			r.Get("/inboxes/{inbox_id}/threads/{thread_id}/messages", s.threadMessages)                     // messages:read
+			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)                                          // messages:read
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)                                // messages:read
+			r.Post("/inboxes/{inbox_id}/messages", s.send)                                                  // messages:send
+			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)                          // messages:delete
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)                              // messages:read
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)                                // messages:raw
+			r.Get("/inboxes/{inbox_id}/messages/{message_id}/attachments/{attachment_id}", s.getAttachment) // messages:read
+			r.Get("/inboxes/{inbox_id}/approvals", s.listApprovals)                                         // approvals:read
+			r.Get("/inboxes/{inbox_id}/approvals/{approval_id}", s.getApproval)                             // approvals:read
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/approve", s.approve)                        // approvals:write
+			r.Post("/inboxes/{inbox_id}/approvals/{approval_id}/reject", s.reject)                          // approvals:write
+			r.Get("/events", s.listEvents)                                                                  // events:read
+			r.Post("/test/inbound", s.testInbound)                                                          // test:write
+			r.Get("/webhooks", s.listWebhooks)                                                              // webhooks:read
+			r.Post("/webhooks", s.createWebhook)                                                            // webhooks:write
+			r.Get("/webhooks/{webhook_id}", s.getWebhook)                                                   // webhooks:read
+			r.Patch("/webhooks/{webhook_id}", s.updateWebhook)                                              // webhooks:write
+			r.Delete("/webhooks/{webhook_id}", s.deleteWebhook)                                             // webhooks:write
+			r.Post("/webhooks/{webhook_id}/rotate-secret", s.rotateWebhookSecret)                           // webhooks:write
+			r.Get("/webhooks/{webhook_id}/deliveries", s.listWebhookDeliveries)                             // webhooks:read
+			r.Get("/webhooks/{webhook_id}/deliveries/{delivery_id}", s.getWebhookDelivery)                  // webhooks:read
+			r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.retryWebhookDelivery)         // webhooks:write
+			r.Get("/keys", s.listKeys)                                                                      // keys:write
+			r.Post("/keys", s.createKey)                                                                    // keys:write
+			r.Delete("/keys/{key_id}", s.revokeKey)                                                         // keys:write
 		})
 	})
 	return r
@@ -180,7 +151,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	if err := s.db.Ping(r.Context()); err != nil {
+	if err := s.app.Ping(r.Context()); err != nil {
 		s.log.Error("readyz: database", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
 			"error": map[string]string{"code": "temporarily_unavailable", "message": "Database is not available."},

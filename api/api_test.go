@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -45,6 +46,13 @@ type env struct {
 // HTTP server.
 func newEnv(t testing.TB, cfg Config, opts ...func(*store.Options)) *env {
 	t.Helper()
+	return newEnvWith(t, cfg, app.Config{}, opts...)
+}
+
+// newEnvWith is newEnv with the operations configured by ac (its clock,
+// logger and drain default to the API's).
+func newEnvWith(t testing.TB, cfg Config, ac app.Config, opts ...func(*store.Options)) *env {
+	t.Helper()
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	o := store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
@@ -69,11 +77,20 @@ func newEnv(t testing.TB, cfg Config, opts ...func(*store.Options)) *env {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	h, err := New(ctx, db, cfg)
+	if ac.Now == nil {
+		ac.Now = cfg.Now
+	}
+	if ac.Logger == nil {
+		ac.Logger = cfg.Logger
+	}
+	if ac.Draining == nil {
+		ac.Draining = cfg.Draining
+	}
+	ops, err := app.New(ctx, db, ac)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(New(ops, cfg))
 	t.Cleanup(func() {
 		srv.Close()
 		stop()

@@ -6,7 +6,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 type approvalJSON struct {
@@ -33,7 +32,7 @@ type draftJSON struct {
 	Attachments []attachmentJSON `json:"attachments"`
 }
 
-func approvalObject(a store.Approval) approvalJSON {
+func approvalObject(a app.Approval) approvalJSON {
 	dr := app.DraftOf(a)
 	d := draftJSON{
 		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), Subject: dr.Subject,

@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 type ctxKey struct{}
@@ -54,22 +53,4 @@ func (s *Server) inProject(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// need wraps a handler with a scope check (403 permission_denied), made
-// before the handler reads anything of the request.
-func (s *Server) need(scope string, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := callerFrom(r).Need(scope); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		h(w, r)
-	}
-}
-
-// inbox loads the {inbox_id} of the path within the key's grant
-// (app.GrantedInbox); the route has checked its scope.
-func (s *Server) inbox(r *http.Request) (store.Inbox, error) {
-	return s.app.GrantedInbox(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"))
 }

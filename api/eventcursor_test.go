@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -97,7 +98,7 @@ func TestEventCursorAdvancesPastSkipped(t *testing.T) {
 // at once even when asked to wait.
 func TestEventScanBound(t *testing.T) {
 	waited := make(chan struct{}, 100)
-	e := newEnv(t, Config{eventScan: 3, pollWaiting: func() { waited <- struct{}{} }})
+	e := newEnvWith(t, Config{}, app.Config{EventScan: 3, PollWaiting: func() { waited <- struct{}{} }})
 	for i := range 8 {
 		e.deliver(e.boot.Inbox.ID, rawMail(fmt.Sprintf("s%d@x", i), "s", "b"))
 	}

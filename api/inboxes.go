@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/inboxd/inboxd/app"
 )
 
 func (s *Server) listInboxes(w http.ResponseWriter, r *http.Request) {
@@ -49,4 +50,24 @@ func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": ib.ID, "deleted": true})
+}
+
+type inboxJSON struct {
+	ID             string   `json:"id"`
+	ProjectID      string   `json:"project_id"`
+	Address        string   `json:"address"`
+	DisplayName    *string  `json:"display_name"`
+	Environment    string   `json:"environment"`
+	SendPolicy     string   `json:"send_policy"`
+	AllowedDomains []string `json:"allowed_domains"`
+	CreatedAt      string   `json:"created_at"`
+	DeferredCount  int64    `json:"deferred_count"`
+}
+
+func inboxObject(ib app.Inbox) inboxJSON {
+	return inboxJSON{
+		ID: ib.ID, ProjectID: ib.ProjectID, Address: ib.Address, DisplayName: strOrNull(ib.DisplayName),
+		Environment: ib.Environment, SendPolicy: ib.SendPolicy, AllowedDomains: emptyIfNil(ib.AllowedDomains),
+		CreatedAt: timeJSON(ib.CreatedAt), DeferredCount: ib.DeferredCount,
+	}
 }

@@ -1,8 +1,17 @@
 package api
 
+// The JSON objects of SPEC §5.4 live beside their routes (inboxJSON in
+// inboxes.go, messageJSON in messages.go, …). Every listed field is always
+// present: empty values are null, false or [], never omitted. This file
+// holds what they share: the hand-written encoding of the hot list objects
+// and the value helpers.
+
 import (
 	"io"
+	"time"
 	"unicode/utf8"
+
+	"github.com/inboxd/inboxd/app"
 )
 
 // jsonAppender is implemented (on pointers, so list elements are encoded in
@@ -202,4 +211,28 @@ func appendArray[T any](b []byte, s []T) []byte {
 		}
 	}
 	return append(b, ']')
+}
+
+func timeJSON(t time.Time) string { return app.FormatTime(t) }
+
+func timePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := timeJSON(*t)
+	return &s
+}
+
+func strOrNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func emptyIfNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/inboxd/inboxd/app"
 )
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
@@ -39,4 +40,21 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+}
+
+type keyJSON struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Scopes      []string `json:"scopes"`
+	InboxIDs    []string `json:"inbox_ids"`
+	TokenPrefix string   `json:"token_prefix"`
+	CreatedAt   string   `json:"created_at"`
+	LastUsedAt  *string  `json:"last_used_at"`
+}
+
+func keyObject(k app.Key) keyJSON {
+	return keyJSON{
+		ID: k.ID, Name: k.Name, Scopes: emptyIfNil(k.Scopes), InboxIDs: k.InboxIDs, TokenPrefix: k.TokenPrefix,
+		CreatedAt: timeJSON(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt),
+	}
 }

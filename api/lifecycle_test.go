@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/app"
 )
 
 // While the server drains, /readyz says so: a load balancer stops sending
@@ -34,7 +36,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 func TestDrainEndsLongPolls(t *testing.T) {
 	draining := make(chan struct{})
 	waiting := make(chan struct{}, 2)
-	e := newEnv(t, Config{Draining: draining, pollWaiting: func() {
+	e := newEnvWith(t, Config{Draining: draining}, app.Config{PollWaiting: func() {
 		select {
 		case waiting <- struct{}{}:
 		default: // woken again by a commit (the search indexer's): signalled already

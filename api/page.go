@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/inboxd/inboxd/app"
 )
@@ -26,4 +27,19 @@ func listOf[R, T any](page app.Page[R], render func(R) T) listJSON[T] {
 		out.NextCursor = &page.Next
 	}
 	return out
+}
+
+type listJSON[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
+}
+
+// appendJSON is for T whose pointer is a jsonAppender (writeList checks):
+// other lists go through encoding/json.
+func (l *listJSON[T]) appendJSON(b []byte) []byte {
+	b = appendArray(append(b, `{"data":`...), l.Data)
+	b = appendStringOrNull(append(b, `,"next_cursor":`...), l.NextCursor)
+	b = strconv.AppendBool(append(b, `,"has_more":`...), l.HasMore)
+	return append(b, '}')
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -111,7 +112,7 @@ func TestReadCacheChecksEveryCursor(t *testing.T) {
 // shows the attachment.
 func TestLongPollShowsNewAttachments(t *testing.T) {
 	waiting := make(chan struct{}, 1)
-	e := newEnv(t, Config{pollWaiting: func() {
+	e := newEnvWith(t, Config{}, app.Config{PollWaiting: func() {
 		select {
 		case waiting <- struct{}{}:
 		default: // woken again by another commit: already signalled

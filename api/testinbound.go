@@ -2,10 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
-
-	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/outbound"
 )
 
 // testInbound runs a simulated message through the same ingest pipeline
@@ -25,26 +21,4 @@ func (s *Server) testInbound(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, map[string]any{"message_id": d.MessageID, "thread_id": d.ThreadID, "inbox_id": d.InboxID})
 	}
-}
-
-// composer is outbound's composition as app.Composer: app may not import
-// outbound (STYLE.md), so whoever wires app hands it over.
-type composer struct{}
-
-func (composer) ValidAddress(email string) bool { return outbound.ValidAddress(email) }
-
-func (composer) Compose(m app.Mail) ([]byte, error) {
-	d := outbound.Draft{From: m.From, To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
-		MessageID: outbound.NewMessageID(domainOf(m.From.Email)), InReplyTo: m.InReplyTo, References: m.References, Date: m.Date}
-	for _, a := range m.Attachments {
-		d.Attachments = append(d.Attachments, outbound.Attachment(a))
-	}
-	return outbound.Compose(d)
-}
-
-func domainOf(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[i+1:]
-	}
-	return "localhost"
 }

@@ -2,11 +2,11 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +56,7 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listOf(msgs.Page, func(m store.Message) threadMessageJSON {
+	out := listOf(msgs.Page, func(m app.Message) threadMessageJSON {
 		dels := msgs.Deliveries[m.ID]
 		return threadMessageJSON{messageJSON: messageObject(m, msgs.Inbox.Environment, msgs.Attachments[m.ID], dels),
 			Sequence: m.Sequence, DeliveryStatus: firstToStatus(dels)}
@@ -66,4 +66,51 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		s.pages.put(read.CacheKey(), versionFrom(r), body, len(body))
 	}
 	writeBody(w, http.StatusOK, body)
+}
+
+type threadJSON struct {
+	ID                   string `json:"id"`
+	InboxID              string `json:"inbox_id"`
+	Subject              string `json:"subject"`
+	Preview              string `json:"preview"`
+	MessageCount         int64  `json:"message_count"`
+	LastMessageAt        string `json:"last_message_at"`
+	LastMessageDirection string `json:"last_message_direction"`
+	CreatedAt            string `json:"created_at"`
+}
+
+func (t *threadJSON) appendJSON(b []byte) []byte {
+	b = appendString(append(b, `{"id":`...), t.ID)
+	b = appendString(append(b, `,"inbox_id":`...), t.InboxID)
+	b = appendString(append(b, `,"subject":`...), t.Subject)
+	b = appendString(append(b, `,"preview":`...), t.Preview)
+	b = strconv.AppendInt(append(b, `,"message_count":`...), t.MessageCount, 10)
+	b = appendString(append(b, `,"last_message_at":`...), t.LastMessageAt)
+	b = appendString(append(b, `,"last_message_direction":`...), t.LastMessageDirection)
+	b = appendString(append(b, `,"created_at":`...), t.CreatedAt)
+	return append(b, '}')
+}
+
+func threadObject(t app.Thread) threadJSON {
+	return threadJSON{
+		ID: t.ID, InboxID: t.InboxID, Subject: t.Subject, Preview: t.Preview, MessageCount: t.MessageCount,
+		LastMessageAt: timeJSON(t.LastMessageAt), LastMessageDirection: t.LastMessageDirection, CreatedAt: timeJSON(t.CreatedAt),
+	}
+}
+
+// threadMessageJSON is the message object of the thread-messages route,
+// the only one that carries sequence and delivery_status.
+type threadMessageJSON struct {
+	messageJSON
+	Sequence       int64   `json:"sequence"`
+	DeliveryStatus *string `json:"delivery_status"`
+}
+
+// appendJSON writes the embedded message's fields first and then its own,
+// in one object, as encoding/json flattens an embedded struct.
+func (m *threadMessageJSON) appendJSON(b []byte) []byte {
+	b = m.messageJSON.appendJSON(b)
+	b = strconv.AppendInt(append(b[:len(b)-1], `,"sequence":`...), m.Sequence, 10)
+	b = appendStringOrNull(append(b, `,"delivery_status":`...), m.DeliveryStatus)
+	return append(b, '}')
 }

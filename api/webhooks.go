@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/inboxd/inboxd/app"
-	"github.com/inboxd/inboxd/store"
 )
 
 // The webhook objects of SPEC §9. The secret appears only in the answers
@@ -30,7 +29,7 @@ type webhookWithSecretJSON struct {
 	Secret string `json:"secret"`
 }
 
-func webhookObject(ep store.WebhookEndpoint) webhookJSON {
+func webhookObject(ep app.WebhookEndpoint) webhookJSON {
 	return webhookJSON{
 		ID: ep.ID, URL: ep.URL, EventTypes: emptyIfNil(ep.EventTypes), InboxIDs: ep.InboxIDs, Enabled: ep.Enabled,
 		Description: strOrNull(ep.Description), CreatedAt: timeJSON(ep.CreatedAt), DisabledReason: strOrNull(ep.DisabledReason),
@@ -61,14 +60,14 @@ type webhookDeliveryDetailJSON struct {
 	Attempts []webhookAttemptJSON `json:"attempts"`
 }
 
-func webhookDeliveryObject(d store.WebhookDelivery) webhookDeliveryJSON {
+func webhookDeliveryObject(d app.WebhookDelivery) webhookDeliveryJSON {
 	return webhookDeliveryJSON{
 		ID: d.ID, EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, Status: d.Status,
 		AttemptCount: d.AttemptCount, NextAttemptAt: timePtr(d.NextAttemptAt), CreatedAt: timeJSON(d.CreatedAt),
 	}
 }
 
-func webhookDeliveryDetail(d store.WebhookDelivery) webhookDeliveryDetailJSON {
+func webhookDeliveryDetail(d app.WebhookDelivery) webhookDeliveryDetailJSON {
 	out := webhookDeliveryDetailJSON{webhookDeliveryObject(d), []webhookAttemptJSON{}}
 	for _, a := range d.Attempts {
 		j := webhookAttemptJSON{At: timeJSON(a.At), DurationMS: a.Duration.Milliseconds(),

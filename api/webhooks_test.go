@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/webhook"
 )
@@ -128,7 +129,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 
 func TestWebhookDenyPrivateAtRegistration(t *testing.T) {
 	var checked []string
-	e := newEnv(t, Config{CheckWebhookURL: func(_ context.Context, u *url.URL) error {
+	e := newEnvWith(t, Config{}, app.Config{CheckWebhookURL: func(_ context.Context, u *url.URL) error {
 		checked = append(checked, u.Host)
 		if u.Hostname() == "127.0.0.1" {
 			return errors.New("127.0.0.1 is a loopback address")
@@ -244,13 +245,13 @@ func TestWebhookDeliveriesAPI(t *testing.T) {
 	}
 	now := e.clock.Now()
 	for _, c := range cs {
-		o := store.WebhookOutcome{DeliveryID: c.DeliveryID, Status: store.WebhookPending, NextAttempt: now.Add(5 * time.Second),
+		o := store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Status: store.WebhookPending, NextAttempt: now.Add(5 * time.Second),
 			Attempt: store.WebhookAttempt{At: now, StatusCode: 500, Duration: 42 * time.Millisecond, ResponseExcerpt: "oops"}}
 		if c.DeliveryID == ids[0] {
-			o = store.WebhookOutcome{DeliveryID: c.DeliveryID, Status: store.WebhookDelivered,
+			o = store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Status: store.WebhookDelivered,
 				Attempt: store.WebhookAttempt{At: now, StatusCode: 200, Duration: time.Millisecond}}
 		}
-		if err := e.db.RecordWebhookAttempt(ctx, o); err != nil {
+		if err := e.db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryResult{o}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,9 +30,8 @@ type Config struct {
 	// answer at once with what there is, the answer an expired wait gives
 	// (SPEC §13).
 	Draining <-chan struct{}
-	// Composer builds the simulated mail TestInbound is given in
-	// structured form; without one, that form fails as an error of ours.
-	Composer Composer
+	// Send configures sending (Send, Submit).
+	Send SendConfig
 
 	// PollWaiting, for tests, is called each time a long-poll is about to
 	// wait for a commit.
@@ -53,8 +52,23 @@ type App struct {
 	draining    <-chan struct{} // long-polls (poll.go)
 	pollWaiting func()
 	eventScan   int      // events examined at most by one read of the log
-	composer    Composer // test inbound's structured form
 	checkURL    URLCheck // nil: every http(s) URL is accepted
+	send        SendConfig
+	flight      inFlight // Idempotency-Keys whose first request runs (send.go)
+}
+
+// SendConfig configures the send path.
+type SendConfig struct {
+	// Outbound is where mail to addresses outside the gateway goes:
+	// OutboundCapture (the default) or OutboundRelay.
+	Outbound        string
+	MaxRecipients   int   // 100 when 0, as for SMTP
+	MaxMessageBytes int64 // of the composed message; 25 MiB when 0
+	// RelayRewritesMessageIDs is set when the relay replaces our
+	// Message-IDs (--relay-message-id-pattern): a relayed send's id is then
+	// final only once the relay answers. Otherwise the id the gateway
+	// generated is final when the send is stored (SPEC §4).
+	RelayRewritesMessageIDs bool
 }
 
 // New returns the operations over db, with the cursor secret it keeps.
@@ -68,12 +82,22 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if cfg.EventScan == 0 {
 		cfg.EventScan = eventScan
 	}
+	if cfg.Send.Outbound == "" {
+		cfg.Send.Outbound = OutboundCapture
+	}
+	if cfg.Send.MaxRecipients == 0 {
+		cfg.Send.MaxRecipients = 100
+	}
+	if cfg.Send.MaxMessageBytes == 0 {
+		cfg.Send.MaxMessageBytes = 25 << 20
+	}
 	secret, err := db.CursorSecret(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret, checkURL: cfg.CheckWebhookURL,
-		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan, composer: cfg.Composer}, nil
+		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan, send: cfg.Send,
+		flight: inFlight{keys: map[string]bool{}}}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's
@@ -82,3 +106,6 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 // resource, then the input), and a caller learns nothing from the input
 // errors of an operation it may not run.
 type Decoder func(v any) error
+
+// Ping checks that the database answers (readiness).
+func (a *App) Ping(ctx context.Context) error { return a.db.Ping(ctx) }

@@ -15,8 +15,7 @@ func (e *env) held(inboxID, subject string) string {
 	e.clock.Advance(time.Millisecond)
 	raw := "From: inbox@localhost\r\nTo: ceo@bigcorp.example\r\nSubject: " + subject + "\r\nMessage-ID: <" + subject + "@localhost>\r\n\r\nSign here.\r\n"
 	res, err := e.db.Send(e.ctx, store.SendRequest{ProjectID: e.boot.ProjectID, Hold: true,
-		Out:    store.Outgoing{InboxID: inboxID, Raw: []byte(raw), Recipients: []store.Recipient{{Email: "ceo@bigcorp.example", Type: "to", Route: "relay"}}},
-		Answer: func(store.SendResult) (int, []byte, error) { return 202, []byte("{}"), nil }})
+		Out: store.Outgoing{InboxID: inboxID, Raw: []byte(raw), Recipients: []store.Recipient{{Email: "ceo@bigcorp.example", Type: "to", Route: "relay"}}}})
 	if err != nil || res.ApprovalID == "" {
 		e.t.Fatalf("hold: %+v, %v", res, err)
 	}

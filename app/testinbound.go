@@ -2,45 +2,12 @@ package app
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"time"
 
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 	"github.com/inboxd/inboxd/thread"
 )
-
-// Composer is the message composition test inbound needs. It is
-// outbound's, which sits beside app on store (STYLE.md), not under it: app
-// declares what it uses, as outbound declares its Relay, and whoever wires
-// app passes it in.
-type Composer interface {
-	// ValidAddress reports whether email is a usable mailbox address.
-	ValidAddress(email string) bool
-	// Compose builds the RFC 5322 bytes of m, with a fresh Message-ID at
-	// its sender's domain.
-	Compose(m Mail) ([]byte, error)
-}
-
-// Mail is a message to compose; ids are without angle brackets.
-type Mail struct {
-	From        message.Address
-	To          []message.Address
-	Subject     string
-	Text, HTML  string
-	InReplyTo   string
-	References  []string
-	Attachments []MailAttachment
-	Date        time.Time
-}
-
-// MailAttachment is a file of a Mail.
-type MailAttachment struct {
-	Filename    string
-	ContentType string
-	Data        []byte
-}
 
 // TestInboundInput is the input of TestInbound: a message as raw RFC 5322
 // text, or in the structured fields (from is then required, to defaults
@@ -57,10 +24,6 @@ type TestInboundInput struct {
 	Attachments []AttachmentInput `json:"attachments"`
 	Raw         *string           `json:"raw"`
 }
-
-// errNoComposer is TestInbound's structured form where app was given no
-// Composer: a wiring mistake, ours.
-var errNoComposer = errors.New("app: test inbound has no Composer for the structured form")
 
 // TestInbound runs a simulated message through the same ingest pipeline
 // as SMTP (SPEC §10), into a test inbox only. The outcome is the ingest's:
@@ -114,17 +77,15 @@ func (a *App) TestInbound(ctx context.Context, c Caller, decode Decoder) (store.
 // composeSimulated checks the structured form of a simulated message and
 // composes it.
 func (a *App) composeSimulated(ib store.Inbox, in TestInboundInput) ([]byte, error) {
-	if a.composer == nil {
-		return nil, errNoComposer
-	}
-	if in.From == nil || !a.composer.ValidAddress(in.From.Email) {
+	if in.From == nil || !message.ValidAddress(in.From.Email) {
 		return nil, Invalidf("from", "from must be an address (\"Name <a@b>\", \"a@b\" or {email,name}).")
 	}
 	to := AddressesOf(in.To)
 	if len(to) == 0 {
 		to = []message.Address{{Email: ib.Address, Name: ib.DisplayName}}
 	}
-	m := Mail{From: message.Address(*in.From), To: to, Subject: in.Subject, Text: in.Text, HTML: in.HTML, Date: a.now()}
+	m := message.Draft{From: message.Address(*in.From), To: to, Subject: in.Subject, Text: in.Text, HTML: in.HTML, Date: a.now(),
+		MessageID: message.NewMessageID(domainOf(in.From.Email))}
 	if in.InReplyTo != "" {
 		if ids := thread.ExtractIDs([]string{in.InReplyTo}); len(ids) > 0 {
 			m.InReplyTo = ids[0]
@@ -148,12 +109,12 @@ func (a *App) composeSimulated(ib store.Inbox, in TestInboundInput) ([]byte, err
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		m.Attachments = append(m.Attachments, MailAttachment{Filename: at.Filename, ContentType: ct, Data: data})
+		m.Attachments = append(m.Attachments, message.File{Filename: at.Filename, ContentType: ct, Data: data})
 	}
 	for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"from", in.From.Name}} {
 		if strings.ContainsAny(f.v, "\r\n") {
 			return nil, Invalidf(f.name, "%s must not contain line breaks.", f.name)
 		}
 	}
-	return a.composer.Compose(m)
+	return message.Compose(m)
 }

@@ -1,35 +1,12 @@
 package app
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
-
-// recordingComposer stands in for outbound's composition, behind the
-// Composer seam (api wires the real one, and api's tests drive it): it
-// records the Mail app asks for and composes it plainly.
-type recordingComposer struct{ mails []Mail }
-
-func (c *recordingComposer) ValidAddress(email string) bool {
-	at := strings.IndexByte(email, '@')
-	return at > 0 && at < len(email)-1 && !strings.ContainsAny(email, " <>")
-}
-
-func (c *recordingComposer) Compose(m Mail) ([]byte, error) {
-	c.mails = append(c.mails, m)
-	irt := ""
-	if m.InReplyTo != "" {
-		irt = "In-Reply-To: <" + m.InReplyTo + ">\r\n"
-	}
-	return fmt.Appendf(nil, "From: %s\r\nTo: %s\r\nMessage-ID: <composed%d@x>\r\n%sSubject: %s\r\n\r\n%s\r\n",
-		m.From.Email, m.To[0].Email, len(c.mails), irt, m.Subject, m.Text), nil
-}
 
 func (e *env) testInbox(address string) store.Inbox {
 	e.t.Helper()
@@ -44,8 +21,7 @@ func (e *env) testInbox(address string) store.Inbox {
 // within the grant, test inboxes only, and each form's own rules, with
 // the API's messages.
 func TestTestInboundValidation(t *testing.T) {
-	composer := &recordingComposer{}
-	e := newEnv(t, func(c *Config) { c.Composer = composer })
+	e := newEnv(t)
 	qa := e.testInbox("qa@localhost")
 	_, err := e.app.TestInbound(e.ctx, e.caller(nil, "messages:send"), untouched(t))
 	wantError(t, err, EPermissionDenied, "")
@@ -74,8 +50,8 @@ func TestTestInboundValidation(t *testing.T) {
 	if _, err := e.app.TestInbound(e.ctx, c, input(`{"inbox_id":"`+other.ID+`","raw":"x","subject":"s"}`)); err != ErrNotFound {
 		t.Errorf("an inbox outside the grant: %v, want not found before the input's rules", err)
 	}
-	if len(composer.mails) != 0 {
-		t.Errorf("composed %d refused mails", len(composer.mails))
+	if msgs, err := e.db.InboxMessages(e.ctx, qa.ID); err != nil || len(msgs) != 0 {
+		t.Errorf("stored %d refused mails (%v)", len(msgs), err)
 	}
 }
 
@@ -83,8 +59,7 @@ func TestTestInboundValidation(t *testing.T) {
 // stored copy for the same message again. The structured form is
 // composed from what was given, to the inbox by default.
 func TestTestInboundIngests(t *testing.T) {
-	composer := &recordingComposer{}
-	e := newEnv(t, func(c *Config) { c.Composer = composer })
+	e := newEnv(t)
 	qa := e.testInbox("qa@localhost")
 	c := e.caller(nil, "test:write")
 	raw := `{"inbox_id":"` + qa.ID + `","raw":"From: a@x\r\nMessage-ID: <once@x>\r\nSubject: s\r\n\r\nbody\r\n"}`
@@ -107,29 +82,25 @@ func TestTestInboundIngests(t *testing.T) {
 	if err != nil || d.Duplicate || d.ThreadID != first.ThreadID {
 		t.Fatalf("structured: %+v, %v (want the thread of <once@x>)", d, err)
 	}
-	got := composer.mails[0]
-	if got.From != (message.Address{Email: "ann@x", Name: "Ann"}) || !slices.Equal(got.To, []message.Address{{Email: "qa@localhost", Name: "QA"}}) ||
-		got.Subject != "Re: s" || got.Text != "hi" || got.InReplyTo != "once@x" || !slices.Equal(got.References, []string{"r1@x", "r2@x", "bare-ref"}) ||
-		!got.Date.Equal(e.clock.Now()) {
+	got, err := e.db.GetMessage(e.ctx, qa.ID, d.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(a *store.Address) string {
+		if a == nil || a.Name == nil {
+			return ""
+		}
+		return *a.Name
+	}
+	if got.From == nil || got.From.Email != "ann@x" || name(got.From) != "Ann" || len(got.To) != 1 || got.To[0].Email != "qa@localhost" ||
+		name(&got.To[0]) != "QA" || got.Subject != "Re: s" || got.Preview != "hi" || !slices.Equal(got.InReplyTo, []string{"<once@x>"}) ||
+		!slices.Equal(got.References, []string{"<r1@x>", "<r2@x>", "<bare-ref>"}) || !got.CreatedAt.Equal(e.clock.Now()) || !got.Simulated {
 		t.Errorf("composed %+v", got)
 	}
-	if len(got.Attachments) != 2 || got.Attachments[0].ContentType != "application/octet-stream" || string(got.Attachments[0].Data) != "\x00\x01" ||
-		got.Attachments[1].ContentType != "text/plain" {
-		t.Errorf("attachments %+v", got.Attachments)
-	}
-}
-
-// Without a Composer the structured form is our failure; the raw form
-// needs none.
-func TestTestInboundWithoutComposer(t *testing.T) {
-	e := newEnv(t)
-	qa := e.testInbox("qa@localhost")
-	c := e.caller(nil, "test:write")
-	if _, err := e.app.TestInbound(e.ctx, c, input(`{"inbox_id":"`+qa.ID+`","from":"a@x"}`)); !errors.Is(err, errNoComposer) || ErrorCode(err) != EInternal {
-		t.Errorf("structured: %v", err)
-	}
-	if _, err := e.app.TestInbound(e.ctx, c, input(`{"inbox_id":"`+qa.ID+`","raw":"Subject: s\r\n\r\nb\r\n"}`)); err != nil {
-		t.Errorf("raw: %v", err)
+	atts, err := e.db.Attachments(e.ctx, d.MessageID)
+	if err != nil || len(atts) != 2 || atts[0].ContentType != "application/octet-stream" || atts[0].Bytes != 2 ||
+		atts[1].ContentType != "text/plain" {
+		t.Errorf("attachments %+v (%v)", atts, err)
 	}
 }
 

@@ -98,7 +98,7 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 // may have queued something and when the next retry is due; queued work
 // survives restarts because it lives in the database.
 func (w *Worker) Run(ctx context.Context) error {
-	if err := w.db.ReleaseClaims(ctx); err != nil {
+	if err := w.db.ReleaseDeliveryClaims(ctx); err != nil {
 		return err
 	}
 	for {
@@ -145,7 +145,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	relay := map[string][]store.Claimed{} // by message
+	relay := map[string][]store.DeliveryClaim{} // by message
 	var order []string
 	for _, c := range claimed {
 		if _, ok := relay[c.MessageID]; !ok {
@@ -162,7 +162,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 }
 
 // relay hands one message to the smarthost for its claimed recipients.
-func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
+func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 	now := w.cfg.Now()
 	var results []store.DeliveryResult
 	if w.cfg.Relay == nil {
@@ -216,7 +216,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.Claimed) error {
 
 // retry schedules the next attempt with ±10% jitter, or fails the
 // recipient once the retry window is over.
-func (w *Worker) retry(c store.Claimed, now time.Time, code int, text string) store.DeliveryResult {
+func (w *Worker) retry(c store.DeliveryClaim, now time.Time, code int, text string) store.DeliveryResult {
 	s := w.cfg.RetrySchedule
 	delay := s[min(c.Attempts-1, len(s)-1)]
 	delay += time.Duration((w.cfg.Jitter()*0.2 - 0.1) * float64(delay))

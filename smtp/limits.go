@@ -28,9 +28,6 @@ const (
 	tooBusyForIP = "421 4.7.0 Too many concurrent sessions from your address, try again later\r\n"
 )
 
-// errShuttingDown answers a command once Shutdown has begun (SPEC §13).
-var errShuttingDown = &gosmtp.SMTPError{Code: 421, EnhancedCode: gosmtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down"}
-
 // errSessionDrained ends a session from below go-smtp: its command loop
 // ends a session silently on a read error that is net.ErrClosed, so the
 // 421 written just before stays the last reply.
@@ -39,12 +36,6 @@ var errSessionDrained = fmt.Errorf("smtp: session drained for shutdown: %w", net
 // errSessionOver ends, the same silent way, a session whose data phase
 // timed out: its 451 is the last reply.
 var errSessionOver = fmt.Errorf("smtp: session over after a data timeout: %w", net.ErrClosed)
-
-// errDataTimeout is a stalled data phase. go-smtp answers a BDAT chunk's
-// read error with a permanent 554 carrying the error text (addresses
-// included) unless the error is a bare *SMTPError; so limitConn returns
-// this in place of the timeout while the session is in data.
-var errDataTimeout = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2}, Message: "Timeout waiting for data"}
 
 // replyTimeout bounds the write of a reply sent from below go-smtp.
 const replyTimeout = 5 * time.Second

@@ -43,9 +43,10 @@ type Store interface {
 }
 
 // Submitter sends what an authenticated client submits through the send
-// path (SPEC §6): routes, approval gate and the durable queue.
+// path (SPEC §6): routes, approval gate and the durable queue. It returns
+// ErrSenderNotAllowed for a From the key may not send from.
 type Submitter interface {
-	Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) (store.SendResult, error)
+	Submit(ctx context.Context, key store.Key, rcpts []string, raw []byte) error
 }
 
 // Config configures the inbound server.
@@ -256,11 +257,6 @@ func (s *Server) key(h store.TokenHash) (store.Key, error) {
 	return k, err
 }
 
-// errKeyRevoked answers a transaction of a session whose key is no longer
-// valid (RFC 4954 §6); the session cannot AUTH again (go-smtp allows one
-// AUTH per session), so 530 "authentication required" would mislead.
-var errKeyRevoked = &gosmtp.SMTPError{Code: 535, EnhancedCode: gosmtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
-
 // checkGrant reads the session's key again and holds it for the
 // transaction when it may send.
 func (ss *session) checkGrant() error {
@@ -280,10 +276,6 @@ func (ss *session) checkGrant() error {
 	}
 	return nil
 }
-
-// errNestedMail answers a MAIL inside an open transaction (RFC 5321
-// §4.1.1.2: the transaction must be ended by DATA or RSET first).
-var errNestedMail = &gosmtp.SMTPError{Code: 503, EnhancedCode: gosmtp.EnhancedCode{5, 5, 1}, Message: "Nested MAIL command"}
 
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	if ss.open {
@@ -306,11 +298,6 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	}
 	return nil
 }
-
-var (
-	errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
-	errRelayDenied      = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
-)
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	if ss.lc.refuseDrained() {
@@ -442,8 +429,7 @@ func (ss *session) deliver(buf *spool.Buffer) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.IngestTimeout)
 		defer cancel()
-		_, err := ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
-		return err
+		return ss.s.cfg.Submitter.Submit(ctx, *ss.key, ss.rcpts, raw)
 	}
 	if ss.token != nil {
 		// A submission (SPEC §2): its Bcc: reaches no copy, the local
@@ -591,42 +577,6 @@ func sanitizeTrace(s string) string {
 
 // maxLineLength bounds one line of a command or of DATA.
 const maxLineLength = 1 << 20
-
-// errDataCut answers (for the record: the client is gone) data that ended
-// with the connection instead of CRLF.CRLF.
-var errDataCut = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 4, 2}, Message: "Connection lost before the end of the data"}
-
-var errLineTooLong = &gosmtp.SMTPError{
-	Code: 500, EnhancedCode: gosmtp.EnhancedCode{5, 5, 2}, Message: "Line too long",
-}
-
-var errLocal = &gosmtp.SMTPError{
-	Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0},
-	Message: "Requested action aborted: local error in processing, try again later",
-}
-
-// reply is the one place an outcome becomes an SMTP reply. go-smtp turns
-// any error that is not a bare *SMTPError (even a wrapped one) into a
-// permanent 554 carrying its text, which would bounce good mail and leak
-// internals; so client faults are passed on as the bare value and every
-// other failure is ours: 451 4.3.0 with no internal text, logged here.
-func (s *Server) reply(stage string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *gosmtp.SMTPError
-	if errors.As(err, &se) {
-		return se
-	}
-	if errors.Is(err, gosmtp.ErrTooLongLine) {
-		return errLineTooLong
-	}
-	if errors.Is(err, store.ErrInboxGone) { // the transaction's inboxes were deleted since RCPT
-		return errUnknownRecipient
-	}
-	s.log.Error("smtp: local failure", "stage", stage, "err", err)
-	return errLocal
-}
 
 // loginServer is the server side of the obsolete but widespread AUTH LOGIN
 // (draft-murchison-sasl-login): two prompts, username then password.

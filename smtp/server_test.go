@@ -627,11 +627,44 @@ func storedByRFCID(t *testing.T, e *env, id string) store.Message {
 }
 
 // recordingSubmitter records what the send path was handed.
-type recordingSubmitter struct{ rcpts [][]string }
+// It answers err.
+type recordingSubmitter struct {
+	rcpts [][]string
+	err   error
+}
 
-func (r *recordingSubmitter) Submit(_ context.Context, _ store.Key, rcpts []string, _ []byte) (store.SendResult, error) {
+func (r *recordingSubmitter) Submit(_ context.Context, _ store.Key, rcpts []string, _ []byte) error {
 	r.rcpts = append(r.rcpts, rcpts)
-	return store.SendResult{}, nil
+	return r.err
+}
+
+// A submission the send path refuses for its From is the client's fault,
+// answered 550 5.7.1 (and the session goes on); any other failure of the
+// send path is ours, 451.
+func TestSubmissionRefusals(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int
+		enh  gosmtp.EnhancedCode
+	}{
+		{fmt.Errorf("wrapped: %w", ErrSenderNotAllowed), 550, gosmtp.EnhancedCode{5, 7, 1}},
+		{errors.New("disk on fire"), 451, gosmtp.EnhancedCode{4, 3, 0}},
+	} {
+		sub := &recordingSubmitter{err: c.err}
+		e := start(t, Config{AuthInsecure: true, Submitter: sub}, nil)
+		cl := dial(t, e.addr)
+		if err := cl.Auth(sasl.NewPlainClient("", "app", e.boot.AdminToken)); err != nil {
+			t.Fatal(err)
+		}
+		err := send(cl, "inbox@localhost", []string{"someone@example.org"}, "From: ceo@example.org\r\nSubject: x\r\n\r\nx\r\n")
+		var se *gosmtp.SMTPError
+		if !errors.As(err, &se) || se.Code != c.code || se.EnhancedCode != c.enh || len(sub.rcpts) != 1 {
+			t.Errorf("%v: %v (submitted %v)", c.err, err, sub.rcpts)
+		}
+		if err := cl.Noop(); err != nil {
+			t.Errorf("%v: the session ended: %v", c.err, err)
+		}
+	}
 }
 
 // An address the accept policy makes an inbox for is local for a key

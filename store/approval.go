@@ -23,9 +23,9 @@ type draftJSON struct {
 }
 
 // holdTx stores a draft and a pending approval bound to the draft's hash.
-func (db *DB) holdTx(ctx context.Context, tx *sql.Tx, o Outgoing) (SendResult, error) {
+func (db *DB) holdTx(ctx context.Context, tx *sql.Tx, o Outgoing, ids sendIDs) (SendResult, error) {
 	now := db.now()
-	draftID, approvalID := db.newID("drf_"), db.newID("apr_")
+	draftID, approvalID := ids.draft, ids.approval
 	meta, err := json.Marshal(draftJSON{Bcc: o.Bcc, Recipients: o.Recipients, ParentID: o.ParentID, Confirmed: o.Confirmed})
 	if err != nil {
 		return SendResult{}, err
@@ -141,7 +141,7 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 			return fmt.Errorf("draft: %w", err)
 		}
 		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
-			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), &released{approvalID, draftID})
+			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), db.newSendIDs(), &released{approvalID, draftID})
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ const resolveInterval = 15 * time.Second
 
 // hasUnconfirmedOutbound reports whether the inbox has an outbound message,
 // created within the window, whose final Message-ID is not confirmed.
-// Run for every ingest, so prepared (hotQueries).
+// Run for every ingest, so prepared (writeStmts).
 const (
 	sqlUnconfirmedOutbound = `SELECT count(*) FROM messages
 		WHERE inbox_id = ? AND direction = 'outbound' AND message_id_confirmed = 0 AND created_at > ?`
@@ -31,7 +31,7 @@ const (
 
 func (db *DB) hasUnconfirmedOutbound(ctx context.Context, tx *sql.Tx, inboxID string) (bool, error) {
 	var n int
-	err := db.queryRow(ctx, tx, sqlUnconfirmedOutbound, inboxID, ms(db.now().Add(-DeferWindow))).Scan(&n)
+	err := tx.StmtContext(ctx, db.ws.unconfirmedOutbound).QueryRowContext(ctx, inboxID, ms(db.now().Add(-DeferWindow))).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("find unconfirmed outbound: %w", err)
 	}
@@ -49,7 +49,7 @@ func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, p *prepared, 
 		return false, nil
 	}
 	var n int
-	err := db.queryRow(ctx, tx, sqlDeferredDuplicate, inboxID, p.hash).Scan(&n)
+	err := tx.StmtContext(ctx, db.ws.deferredDuplicate).QueryRowContext(ctx, inboxID, p.hash).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("find deferred duplicate: %w", err)
 	}

@@ -44,8 +44,7 @@ func sendUnconfirmed(t *testing.T, db *DB, inboxID, rfcID string) SendResult {
 	t.Helper()
 	raw := "From: inbox@localhost\r\nTo: sales@supplier.example\r\nMessage-ID: <" + rfcID + ">\r\nSubject: quote\r\n\r\nPrice?\r\n"
 	res, err := db.Send(context.Background(), SendRequest{
-		Out:    Outgoing{InboxID: inboxID, Raw: []byte(raw), Recipients: []Recipient{{Email: "sales@supplier.example", Type: "to", Route: "relay"}}},
-		Answer: func(SendResult) (int, []byte, error) { return 202, nil, nil },
+		Out: Outgoing{InboxID: inboxID, Raw: []byte(raw), Recipients: []Recipient{{Email: "sales@supplier.example", Type: "to", Route: "relay"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +200,7 @@ func TestReleaseClaims(t *testing.T) {
 	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || !next.Equal(clock.Now().Add(time.Hour)) {
 		t.Fatalf("leased until %v", next)
 	}
-	if err := db.ReleaseClaims(ctx); err != nil {
+	if err := db.ReleaseDeliveryClaims(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || next.After(clock.Now()) {

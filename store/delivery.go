@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/inboxd/inboxd/message"
 )
 
-// Claimed is a delivery the worker took (status sending).
-type Claimed struct {
+// DeliveryClaim is a delivery the worker took (status sending). The mail
+// delivery queue's operations are ClaimDeliveries, ReleaseDeliveryClaims,
+// NextDeliveryAt and RecordDeliveries (with a DeliveryResult); the webhook
+// queue's (webhook.go) are named alike, with Webhook before Delivery.
+type DeliveryClaim struct {
 	ID                 int64
 	MessageID, InboxID string
 	Email, Type, Route string
@@ -23,8 +23,25 @@ type Claimed struct {
 	RFCMessageID       string // without brackets
 }
 
-// The statements of the send and delivery path, prepared at Open.
+// The statements of the delivery queue. Those the writer runs are
+// prepared at Open (writeStmts); sqlRelayDue and sqlDueLocalRaw run on the
+// read pool.
 const (
+	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
+				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
+			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
+	sqlRelayDue  = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
+	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
+				WHERE m.id = ?`
+	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
+	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
+	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
+			WHERE id = ? RETURNING message_id, email`
+	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
+	// sqlDueLocalRaw finds due local deliveries and their messages.
+	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d JOIN raw_messages r ON r.message_id = d.message_id
+		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
 	// sqlDueLocal takes the deliveries DeliverLocalDue prepared (a JSON
 	// list of ids) that are still due.
 	sqlDueLocal = `SELECT d.id, d.message_id, d.email, i.address FROM deliveries d
@@ -33,26 +50,6 @@ const (
 		ORDER BY d.next_attempt_at, d.id`
 	sqlCountLocalAttempt = `UPDATE deliveries SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?)
 		WHERE id IN (SELECT value FROM json_each(?))`
-	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
-				WHERE m.id = ?`
-	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
-	sqlSetMessageState  = `UPDATE messages SET state = ? WHERE id = ?`
-	sqlRecordDelivery   = `UPDATE deliveries SET status = ?, next_attempt_at = ?, smtp_code = ?, smtp_message = ?, updated_at = ?
-			WHERE id = ? RETURNING message_id, email`
-	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
-	// sqlDueLocalRaw finds due local deliveries and their messages, on
-	// the read pool.
-	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d JOIN raw_messages r ON r.message_id = d.message_id
-		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
-	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
-	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
-				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
-			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
-			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
-	sqlRelayDue       = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
-	sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 )
 
 // ClaimDeliveries marks up to limit due relay deliveries as sending and
@@ -60,7 +57,7 @@ const (
 // DeliverLocalDue and need no claim). The attempt is recorded before anything is sent, and the claim is a
 // lease: a worker that dies mid-send leaves the delivery due again after
 // lease, never retried in a storm.
-func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryClaim, error) {
 	// Most rounds of the worker find no relay delivery due: the read pool
 	// says so without taking the writer.
 	st, err := db.readStmt(ctx, sqlRelayDue)
@@ -74,15 +71,15 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	if due == 0 {
 		return nil, nil
 	}
-	var out []Claimed
+	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := db.query(ctx, tx, sqlClaimRelay, ms(now), ms(now.Add(lease)), limit)
+		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), limit)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
 		for rows.Next() {
-			var c Claimed
+			var c DeliveryClaim
 			var first int64
 			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.Type, &c.Route, &c.Attempts, &first); err != nil {
 				rows.Close()
@@ -96,7 +93,8 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 			return err
 		}
 		for i := range out {
-			if err := db.queryRow(ctx, tx, sqlClaimInfo, out[i].MessageID).Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
+			if err := tx.StmtContext(ctx, db.ws.claimInfo).QueryRowContext(ctx, out[i].MessageID).
+				Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {
 				return fmt.Errorf("claim deliveries: %w", err)
 			}
 		}
@@ -108,7 +106,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 	return out, nil
 }
 
-func messageIDsOf(cs []Claimed) []string {
+func messageIDsOf(cs []DeliveryClaim) []string {
 	seen := map[string]bool{}
 	var ids []string
 	for _, c := range cs {
@@ -124,7 +122,7 @@ func messageIDsOf(cs []Claimed) []string {
 // recipients.
 func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string) error {
 	for _, id := range messageIDs {
-		rows, err := db.query(ctx, tx, sqlDeliveryStatuses, id)
+		rows, err := tx.StmtContext(ctx, db.ws.deliveryStatuses).QueryContext(ctx, id)
 		if err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
@@ -138,22 +136,22 @@ func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string)
 			statuses = append(statuses, s)
 		}
 		rows.Close()
-		if _, err := db.exec(ctx, tx, sqlSetMessageState, aggregate(statuses), id); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.setMessageState).ExecContext(ctx, aggregate(statuses), id); err != nil {
 			return fmt.Errorf("message state: %w", err)
 		}
 	}
 	return nil
 }
 
-// ReleaseClaims makes deliveries left in sending by a process that stopped
-// mid-attempt due now. Only one process works the queue, so at start every
-// claim is orphaned; the attempt stays counted.
-func (db *DB) ReleaseClaims(ctx context.Context) error {
+// ReleaseDeliveryClaims makes deliveries left in sending by a process
+// that stopped mid-attempt due now. Only one process works the queue, so
+// at start every claim is orphaned; the attempt stays counted.
+func (db *DB) ReleaseDeliveryClaims(ctx context.Context) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'deferred', next_attempt_at = ?1, updated_at = ?1
 			WHERE status = 'sending' RETURNING message_id`, ms(db.now()))
 		if err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release delivery claims: %w", err)
 		}
 		var ids []string
 		for rows.Next() {
@@ -199,13 +197,13 @@ type RelayReply struct {
 
 // RecordDeliveries stores attempt outcomes and the messages' states.
 func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) error {
-	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveries(ctx, tx, results) })
+	return db.tx(ctx, func(tx *sql.Tx) error { return db.recordDeliveriesTx(ctx, tx, results) })
 }
 
-// recordDeliveries stores outcomes, recomputes the messages' states and
+// recordDeliveriesTx stores outcomes, recomputes the messages' states and
 // emits one delivery event per message and status, listing its recipients
 // (SPEC §8), in tx.
-func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
+func (db *DB) recordDeliveriesTx(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
 	now := ms(db.now())
 	var msgs []string
 	seen := map[string]bool{}
@@ -218,7 +216,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 			next = ms(r.NextAttempt)
 		}
 		var msg, email string
-		if err := db.queryRow(ctx, tx, sqlRecordDelivery, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
+		if err := tx.StmtContext(ctx, db.ws.recordDelivery).QueryRowContext(ctx, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		if !seen[msg] {
@@ -239,7 +237,7 @@ func (db *DB) recordDeliveries(ctx context.Context, tx *sql.Tx, results []Delive
 		var inboxID, threadID string
 		var seq int64
 		var simulated, echo bool
-		if err := db.queryRow(ctx, tx, sqlDeliveryMessage, g.message).
+		if err := tx.StmtContext(ctx, db.ws.deliveryMessage).QueryRowContext(ctx, g.message).
 			Scan(&inboxID, &threadID, &seq, &simulated, &echo); err != nil {
 			return fmt.Errorf("delivery event: %w", err)
 		}
@@ -258,47 +256,6 @@ func nullIfZero(n int) any {
 	}
 	return n
 }
-
-func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
-	return resolveRecipient(address, func(a string) (Inbox, error) {
-		ib, err := scanInbox(db.queryRow(ctx, tx, sqlInboxByAddress, a))
-		if errors.Is(err, sql.ErrNoRows) {
-			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
-		}
-		return ib, err
-	})
-}
-
-// resolveRecipient finds the inbox of an address: the exact address, else
-// the one its +tag reaches (message.SplitTag), with the tag as sent.
-func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
-	exact := strings.ToLower(strings.TrimSpace(address))
-	ib, err := find(exact)
-	if !errors.Is(err, ErrNotFound) {
-		return ib, "", err
-	}
-	base, tag := message.SplitTag(address)
-	if base == exact { // no +tag to look through
-		return Inbox{}, "", err
-	}
-	ib, err = find(base)
-	return ib, tag, err
-}
-
-// HasInboxAtDomain reports whether some inbox's address is at domain
-// (compared case-insensitively): the gateway serves that domain.
-func (db *DB) HasInboxAtDomain(ctx context.Context, domain string) (bool, error) {
-	var ok bool
-	err := db.readRow(ctx, sqlInboxAtDomain, "@"+domain).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("inbox at domain: %w", err)
-	}
-	return ok, nil
-}
-
-// sqlInboxAtDomain compares the end of each address, so a domain with %
-// or _ in it is not a pattern. Inboxes are few; the scan is cheap.
-const sqlInboxAtDomain = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE substr(address, -length(?1)) = ?1 COLLATE NOCASE)`
 
 // DeliverLocalDue delivers up to limit due local deliveries through the
 // ingest path (each arrives as inbound mail in its inbox, threaded by its
@@ -372,14 +329,14 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		// that has begun is short and finishes.
 		ctx := context.WithoutCancel(ctx)
 		now := db.now()
-		rows, err := db.query(ctx, tx, sqlDueLocal, string(prepared), ms(now))
+		rows, err := tx.StmtContext(ctx, db.ws.dueLocal).QueryContext(ctx, string(prepared), ms(now))
 		if err != nil {
 			return fmt.Errorf("due local deliveries: %w", err)
 		}
-		var cs []Claimed
+		var cs []DeliveryClaim
 		var ids []int64
 		for rows.Next() {
-			var c Claimed
+			var c DeliveryClaim
 			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.From); err != nil {
 				rows.Close()
 				return fmt.Errorf("due local deliveries: %w", err)
@@ -393,7 +350,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		}
 		n = len(cs)
 		list, _ := json.Marshal(ids)
-		if _, err := db.exec(ctx, tx, sqlCountLocalAttempt, ms(now), string(list)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.countLocalAttempt).ExecContext(ctx, ms(now), string(list)); err != nil {
 			return fmt.Errorf("count local attempts: %w", err)
 		}
 		var results []DeliveryResult
@@ -434,7 +391,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 			stored = append(stored, d)
 			results = append(results, DeliveryResult{ID: c.ID, Status: StatusDelivered, Code: 250, Message: "2.0.0 Delivered locally"})
 		}
-		return db.recordDeliveries(ctx, tx, results)
+		return db.recordDeliveriesTx(ctx, tx, results)
 	})
 	if err == nil {
 		db.noteDuplicates(stored)

@@ -67,7 +67,7 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 			rows.Close()
 		}
 	}
-	return db.recordDeliveries(ctx, tx, results)
+	return db.recordDeliveriesTx(ctx, tx, results)
 }
 
 // replyCode finds an SMTP reply code (RFC 5321 §4.2) in a diagnostic: three

@@ -55,7 +55,7 @@ const (
 // (SPEC §8–§9: nothing committed is left undelivered). data is completed
 // with inbox_id and environment.
 func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, data map[string]any) error {
-	rows, err := db.query(ctx, tx, sqlEventTargets, inboxID)
+	rows, err := tx.StmtContext(ctx, db.ws.eventTargets).QueryContext(ctx, inboxID)
 	if err != nil {
 		return fmt.Errorf("find webhook endpoints: %w", err)
 	}
@@ -90,11 +90,11 @@ func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, 
 		return fmt.Errorf("encode event: %w", err)
 	}
 	var seq int64
-	if err := db.queryRow(ctx, tx, sqlInsertEvent, id, project, inboxID, typ, environment, body, ms(now)).Scan(&seq); err != nil {
+	if err := tx.StmtContext(ctx, db.ws.insertEvent).QueryRowContext(ctx, id, project, inboxID, typ, environment, body, ms(now)).Scan(&seq); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
 	for _, ep := range targets {
-		if _, err := db.exec(ctx, tx, sqlInsertWebhookDelivery, db.newID("dlv_"), ep, seq, ms(now), ms(now)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, db.newID("dlv_"), ep, seq, ms(now), ms(now)); err != nil {
 			return fmt.Errorf("queue webhook delivery: %w", err)
 		}
 	}

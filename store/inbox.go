@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/message"
 )
 
 // Inbox is one address on this gateway.
@@ -122,9 +124,13 @@ func (db *DB) InboxesAfter(ctx context.Context, projectID string, after *TimeKey
 	return scanAll(rows, err, "list inboxes", scanInbox)
 }
 
+// sqlInboxByAddress finds an inbox by address: on the read pool, and in
+// the writer for local deliveries (prepared: writeStmts).
+const sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
+
 // InboxByAddress finds an inbox by its address, case-insensitively.
 func (db *DB) InboxByAddress(ctx context.Context, address string) (Inbox, error) {
-	ib, err := scanInbox(db.readRow(ctx, `SELECT `+inboxColumns+` FROM inboxes WHERE address = ?`, address))
+	ib, err := scanInbox(db.readRow(ctx, sqlInboxByAddress, address))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Inbox{}, fmt.Errorf("inbox %s: %w", address, ErrNotFound)
 	}
@@ -204,3 +210,45 @@ func (db *DB) UpdateInbox(ctx context.Context, projectID, inboxID string, p Inbo
 func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, string, error) {
 	return resolveRecipient(address, func(a string) (Inbox, error) { return db.InboxByAddress(ctx, a) })
 }
+
+// lookupRecipientTx is LookupRecipient in the writer's transaction tx.
+func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
+	return resolveRecipient(address, func(a string) (Inbox, error) {
+		ib, err := scanInbox(tx.StmtContext(ctx, db.ws.inboxByAddress).QueryRowContext(ctx, a))
+		if errors.Is(err, sql.ErrNoRows) {
+			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
+		}
+		return ib, err
+	})
+}
+
+// resolveRecipient finds the inbox of an address: the exact address, else
+// the one its +tag reaches (message.SplitTag), with the tag as sent.
+func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
+	exact := strings.ToLower(strings.TrimSpace(address))
+	ib, err := find(exact)
+	if !errors.Is(err, ErrNotFound) {
+		return ib, "", err
+	}
+	base, tag := message.SplitTag(address)
+	if base == exact { // no +tag to look through
+		return Inbox{}, "", err
+	}
+	ib, err = find(base)
+	return ib, tag, err
+}
+
+// HasInboxAtDomain reports whether some inbox's address is at domain
+// (compared case-insensitively): the gateway serves that domain.
+func (db *DB) HasInboxAtDomain(ctx context.Context, domain string) (bool, error) {
+	var ok bool
+	err := db.readRow(ctx, sqlInboxAtDomain, "@"+domain).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("inbox at domain: %w", err)
+	}
+	return ok, nil
+}
+
+// sqlInboxAtDomain compares the end of each address, so a domain with %
+// or _ in it is not a pattern. Inboxes are few; the scan is cheap.
+const sqlInboxAtDomain = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE substr(address, -length(?1)) = ?1 COLLATE NOCASE)`

@@ -307,7 +307,7 @@ const sqlInboxExists = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE id = ?)`
 
 func (db *DB) inboxExists(ctx context.Context, tx *sql.Tx, inboxID string) (bool, error) {
 	var ok bool
-	if err := db.queryRow(ctx, tx, sqlInboxExists, inboxID).Scan(&ok); err != nil {
+	if err := tx.StmtContext(ctx, db.ws.inboxExists).QueryRowContext(ctx, inboxID).Scan(&ok); err != nil {
 		return false, fmt.Errorf("find inbox: %w", err)
 	}
 	return ok, nil
@@ -377,7 +377,7 @@ func newTxFinder(ctx context.Context, tx *sql.Tx, db *DB, inboxID, own string, c
 		return nil, err
 	}
 	f := &txFinder{own: own, msgs: map[string]thread.Stored{}, copies: map[string]thread.Stored{}, links: map[string]string{}}
-	rows, err := db.query(ctx, tx, sqlFindIDs, inboxID, string(list))
+	rows, err := tx.StmtContext(ctx, db.ws.findIDs).QueryContext(ctx, inboxID, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("find message ids: %w", err)
 	}
@@ -494,25 +494,28 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 // messageRow is what differs between storing an inbound and an outbound
 // message; everything else comes from the prepared message.
 type messageRow struct {
-	inboxID    string
-	threadID   string // "" opens a new thread
-	direction  string
-	state      string
-	match      thread.Match
-	echo       bool
-	tag        string
-	bcc        string // JSON list
-	confirmed  bool   // the Message-ID is final
-	approvalID string
-	createdAt  time.Time
-	links      []string
-	ownLinked  bool // the message's own id was a missing parent when looked up
+	// id and newThreadID are the message's id and its thread's when it
+	// opens one; minted here when "" (an ingest mints them in its
+	// transaction, a send before it).
+	id, newThreadID string
+	inboxID         string
+	threadID        string // "" opens a new thread
+	direction       string
+	state           string
+	match           thread.Match
+	echo            bool
+	tag             string
+	bcc             string // JSON list
+	confirmed       bool   // the Message-ID is final
+	approvalID      string
+	createdAt       time.Time
+	links           []string
+	ownLinked       bool // the message's own id was a missing parent when looked up
 }
 
-// insertMessage stores one message and everything that hangs off it, takes
-// the thread's next sequence and records its missing-parent links (SPEC §4
-// step 5 applies to every stored message).
-// The statements of the ingest path, prepared once at Open (see stmt.go).
+// The statements of insertMessage, prepared at Open (writeStmts), but for
+// the chunk rows of large blobs: those are rare, and their bytes cost far
+// more than parsing their SQL.
 const (
 	sqlInsertThread = `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`
@@ -536,35 +539,38 @@ const (
 	sqlInsertEnvelope = `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertMessageID = `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`
-	sqlInsertFTS       = `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`
 )
 
-// hotQueries are prepared when the database opens.
-var hotQueries = []string{sqlDueLocal, sqlCountLocalAttempt, sqlClaimInfo, sqlDeliveryStatuses, sqlSetMessageState, sqlRecordDelivery, sqlDeliveryMessage, sqlParentThread, sqlInsertDelivery, sqlInsertEvent, sqlInsertWebhookDelivery, sqlFindIDs, sqlInsertLinks, sqlDropLink, sqlInsertThread, sqlNextSequence, sqlInsertMessage, sqlInsertRaw, sqlInsertBody, sqlInsertAttachment, sqlInsertEnvelope, sqlInsertMessageID, sqlInsertFTS, sqlUnconfirmedOutbound, sqlDeferredDuplicate,
-	sqlFindIdempotencyKey, sqlInsertIdempotencyKey, sqlClaimRelay, sqlInboxByAddress, sqlEventTargets, sqlInboxExists,
-	sqlSavepoint, sqlRollbackToSavepoint, sqlReleaseSavepoint}
-
+// insertMessage stores one message and everything that hangs off it, takes
+// the thread's next sequence and records its missing-parent links (SPEC §4
+// step 5 applies to every stored message).
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r messageRow) (Delivered, error) {
 	m := p.in.Parsed
 	now := r.createdAt
 	threadID := r.threadID
 	if threadID == "" {
-		threadID = db.newID("thd_")
-		if _, err := db.exec(ctx, tx, sqlInsertThread, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
+		threadID = r.newThreadID
+		if threadID == "" {
+			threadID = db.newID("thd_")
+		}
+		if _, err := tx.StmtContext(ctx, db.ws.insertThread).ExecContext(ctx, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
 			return Delivered{}, fmt.Errorf("insert thread: %w", err)
 		}
 	}
 	var seq int64
-	if err := db.queryRow(ctx, tx, sqlNextSequence, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID).Scan(&seq); err != nil {
+	if err := tx.StmtContext(ctx, db.ws.nextSequence).QueryRowContext(ctx, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID).Scan(&seq); err != nil {
 		return Delivered{}, fmt.Errorf("next sequence: %w", err)
 	}
-	id := db.newID("msg_")
+	id := r.id
+	if id == "" {
+		id = db.newID("msg_")
+	}
 	var rowid int64
 	var hash any = p.hash
 	if r.direction == "outbound" {
 		hash = nil // duplicates are an inbound notion
 	}
-	if err := db.queryRow(ctx, tx, sqlInsertMessage,
+	if err := tx.StmtContext(ctx, db.ws.insertMessage).QueryRowContext(ctx,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
@@ -574,15 +580,15 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if p.in.Large != nil {
 		raw = []byte{} // the bytes follow in raw_chunks
 	}
-	if _, err := db.exec(ctx, tx, sqlInsertRaw, id, append([]byte{}, p.in.Trace...), raw); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertRaw).ExecContext(ctx, id, append([]byte{}, p.in.Trace...), raw); err != nil {
 		return Delivered{}, fmt.Errorf("insert raw: %w", err)
 	}
 	if p.in.Large != nil {
-		if err := db.insertChunks(ctx, tx, sqlInsertRawChunk, id, p.in.Large.Reader()); err != nil {
+		if err := insertChunks(ctx, tx, sqlInsertRawChunk, id, p.in.Large.Reader()); err != nil {
 			return Delivered{}, fmt.Errorf("insert raw: %w", err)
 		}
 	}
-	if _, err := db.exec(ctx, tx, sqlInsertBody, id, p.body); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertBody).ExecContext(ctx, id, p.body); err != nil {
 		return Delivered{}, fmt.Errorf("insert body: %w", err)
 	}
 	for i, a := range m.Attachments {
@@ -590,13 +596,13 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		if a.Large != nil {
 			data = []byte{} // the bytes follow in attachment_chunks
 		}
-		if _, err := db.exec(ctx, tx, sqlInsertAttachment,
+		if _, err := tx.StmtContext(ctx, db.ws.insertAttachment).ExecContext(ctx,
 			attID, id, i, nullIfEmpty(a.Filename), a.ContentType, a.Disposition, nullIfEmpty(a.ContentID),
 			a.Size, a.ScanStatus, data); err != nil {
 			return Delivered{}, fmt.Errorf("insert attachment: %w", err)
 		}
 		if a.Large != nil {
-			if err := db.insertChunks(ctx, tx, sqlInsertAttachmentChunk, attID, a.Large.Reader()); err != nil {
+			if err := insertChunks(ctx, tx, sqlInsertAttachmentChunk, attID, a.Large.Reader()); err != nil {
 				return Delivered{}, fmt.Errorf("insert attachment: %w", err)
 			}
 		}
@@ -604,11 +610,11 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if r.direction == "inbound" {
 		env := p.in.Envelope
 		rcpts, _ := json.Marshal(nonNil(env.RcptTo))
-		if _, err := db.exec(ctx, tx, sqlInsertEnvelope, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertEnvelope).ExecContext(ctx, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
 			return Delivered{}, fmt.Errorf("insert envelope: %w", err)
 		}
 	}
-	if _, err := db.exec(ctx, tx, sqlInsertMessageID,
+	if _, err := tx.StmtContext(ctx, db.ws.insertMessageID).ExecContext(ctx,
 		r.inboxID, p.own, id); err != nil {
 		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
@@ -628,14 +634,14 @@ func (db *DB) recordLinks(ctx context.Context, tx *sql.Tx, inboxID, threadID, ow
 		if err != nil {
 			return err
 		}
-		if _, err := db.exec(ctx, tx, sqlInsertLinks, inboxID, threadID, string(list)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertLinks).ExecContext(ctx, inboxID, threadID, string(list)); err != nil {
 			return fmt.Errorf("record missing parent: %w", err)
 		}
 	}
 	if !ownLinked && !slices.Contains(links, own) {
 		return nil // nothing to drop: most messages were never referenced before they came
 	}
-	if _, err := db.exec(ctx, tx, sqlDropLink, inboxID, own); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.dropLink).ExecContext(ctx, inboxID, own); err != nil {
 		return fmt.Errorf("drop missing parent: %w", err)
 	}
 	return nil
@@ -673,12 +679,12 @@ func nonNil(s []string) []string {
 const chunkSize = 256 << 10
 
 // insertChunks stores everything r yields as numbered chunk rows of owner.
-func (db *DB) insertChunks(ctx context.Context, tx *sql.Tx, query, owner string, r io.Reader) error {
+func insertChunks(ctx context.Context, tx *sql.Tx, query, owner string, r io.Reader) error {
 	buf := make([]byte, chunkSize)
 	for seq := 0; ; seq++ {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, err := db.exec(ctx, tx, query, owner, seq, buf[:n]); err != nil {
+			if _, err := tx.ExecContext(ctx, query, owner, seq, buf[:n]); err != nil {
 				return err
 			}
 		}

@@ -139,6 +139,10 @@ func (q *searchQueue) completed(gen uint64) {
 // long-polls are not woken for it.
 var errNothingToIndex = errors.New("nothing to index")
 
+// sqlInsertFTS writes one message's search row, for every message a pass
+// indexes (prepared: writeStmts).
+const sqlInsertFTS = `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`
+
 // indexSearch runs one pass over the messages with a rowid up to upTo.
 // more reports that it stopped at its bounds with such messages left.
 func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error) {
@@ -183,7 +187,7 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 				}
 			}
 			size += rowBytes(cols)
-			if _, err := db.exec(ctx, tx, sqlInsertFTS, p.rowid, cols[0], cols[1], cols[2]); err != nil {
+			if _, err := tx.StmtContext(ctx, db.ws.insertFTS).ExecContext(ctx, p.rowid, cols[0], cols[1], cols[2]); err != nil {
 				return fmt.Errorf("index message: %w", err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,8 +45,12 @@ const (
 
 // Outgoing is a composed send: the exact bytes and who gets them.
 type Outgoing struct {
-	InboxID    string
-	Raw        []byte
+	InboxID string
+	Raw     []byte
+	// Parsed is Raw parsed, when the caller has parsed it already (an SMTP
+	// submission); Send parses Raw itself otherwise. A held send is not
+	// parsed until it is released.
+	Parsed     *message.Parsed
 	ParentID   string // msg_ id of reply_to_message_id; "" opens a new thread
 	Bcc        []message.Address
 	Recipients []Recipient
@@ -66,29 +71,40 @@ type SendRequest struct {
 	Out         Outgoing
 	// Hold keeps the send for approval (SPEC §7) instead of queueing it.
 	Hold bool
-	// Answer renders the response stored with the idempotency key; it is
-	// called inside the transaction once the ids are known.
-	Answer func(SendResult) (status int, body []byte, err error)
 }
 
-// SendResult says what a send did.
+// SendResult says what a send did: the message it queued, or the draft
+// and approval that hold it. It is also what an idempotency key stores, as
+// JSON with these names (which were the fields of the HTTP answer the
+// column held before migration 0010, so older rows read the same).
 type SendResult struct {
-	MessageID, ThreadID, InboxID string
-	DraftID, ApprovalID          string // set when held
-	// Status and Body are the stored answer (a replay returns the first
-	// request's, byte for byte).
-	Status   int
-	Body     []byte
-	Replayed bool
+	MessageID  string `json:"message_id,omitempty"`
+	ThreadID   string `json:"thread_id,omitempty"`
+	InboxID    string `json:"inbox_id"`
+	DraftID    string `json:"draft_id,omitempty"`    // set when held
+	ApprovalID string `json:"approval_id,omitempty"` // set when held
+	// Replayed: the key's first request stored this; nothing was sent now.
+	Replayed bool `json:"-"`
 }
 
-// The idempotency statements of Send, prepared at Open.
+// The statements of Send, prepared at Open (writeStmts).
 const (
-	sqlFindIdempotencyKey = `SELECT request_hash, status, response, created_at FROM idempotency_keys
+	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
+	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	sqlFindIdempotencyKey = `SELECT request_hash, result, created_at FROM idempotency_keys
 		WHERE project_id = ? AND key = ?`
-	sqlInsertIdempotencyKey = `INSERT INTO idempotency_keys (project_id, key, request_hash, status, response, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`
+	sqlInsertIdempotencyKey = `INSERT INTO idempotency_keys (project_id, key, request_hash, result, created_at)
+		VALUES (?, ?, ?, ?, ?)`
 )
+
+// sendIDs are the ids a send creates, minted before it reaches the writer.
+type sendIDs struct{ message, thread, draft, approval string }
+
+func (db *DB) newSendIDs() sendIDs {
+	return sendIDs{message: db.newID("msg_"), thread: db.newID("thd_"), draft: db.newID("drf_"), approval: db.newID("apr_")}
+}
 
 // Send stores an outbound message with its deliveries (or a draft and a
 // pending approval when held) and the idempotency answer, all in one
@@ -98,15 +114,21 @@ const (
 // each is stored under its own savepoint, so one send's failure does not
 // fail the others, and one fsync acknowledges the whole batch.
 func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	// Parsed and given its ids here, in the caller's goroutine, not by the
+	// writer.
 	var p *prepared
-	if !req.Hold {
-		// Parsed here, in the caller's goroutine, not by the writer.
+	switch {
+	case req.Hold:
+	case req.Out.Parsed != nil:
+		p = db.prepare(&Incoming{Raw: req.Out.Raw, Parsed: req.Out.Parsed})
+	default:
 		p = db.prepareOutgoing(req.Out.Raw)
 	}
+	ids := db.newSendIDs()
 	var res SendResult
 	w := &writeReq{ctx: ctx, size: int64(len(req.Out.Raw)), done: make(chan error, 1),
 		store: func(ctx context.Context, tx *sql.Tx) (err error) {
-			res, err = db.sendTx(ctx, tx, req, p)
+			res, err = db.sendTx(ctx, tx, req, p, ids)
 			return err
 		}}
 	if err := db.enqueue(ctx, w); err != nil {
@@ -122,12 +144,11 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 }
 
 // sendTx is one send inside a batch's transaction.
-func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepared) (SendResult, error) {
+func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepared, ids sendIDs) (SendResult, error) {
 	if req.Idempotency != nil {
-		var hash, body []byte
-		var status int
+		var hash, stored []byte
 		var created int64
-		err := db.queryRow(ctx, tx, sqlFindIdempotencyKey, req.ProjectID, req.Idempotency.Key).Scan(&hash, &status, &body, &created)
+		err := tx.StmtContext(ctx, db.ws.findIdempotencyKey).QueryRowContext(ctx, req.ProjectID, req.Idempotency.Key).Scan(&hash, &stored, &created)
 		switch {
 		case err == nil:
 			if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
@@ -136,7 +157,12 @@ func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepar
 			if subtle.ConstantTimeCompare(hash, req.Idempotency.Hash) != 1 {
 				return SendResult{}, ErrIdempotencyConflict
 			}
-			return SendResult{Status: status, Body: body, Replayed: true}, nil
+			var res SendResult
+			if err := json.Unmarshal(stored, &res); err != nil {
+				return SendResult{}, fmt.Errorf("idempotency key %q: %w", req.Idempotency.Key, err)
+			}
+			res.Replayed = true
+			return res, nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return SendResult{}, fmt.Errorf("find idempotency key: %w", err)
 		}
@@ -144,18 +170,19 @@ func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepar
 	var res SendResult
 	var err error
 	if req.Hold {
-		res, err = db.holdTx(ctx, tx, req.Out)
+		res, err = db.holdTx(ctx, tx, req.Out, ids)
 	} else {
-		res, err = db.queueTx(ctx, tx, req.Out, p, nil)
+		res, err = db.queueTx(ctx, tx, req.Out, p, ids, nil)
 	}
 	if err != nil {
 		return SendResult{}, err
 	}
-	if res.Status, res.Body, err = req.Answer(res); err != nil {
-		return SendResult{}, err
-	}
 	if req.Idempotency != nil {
-		if _, err := db.exec(ctx, tx, sqlInsertIdempotencyKey, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, res.Status, res.Body, ms(db.now())); err != nil {
+		stored, err := json.Marshal(res)
+		if err != nil {
+			return SendResult{}, err
+		}
+		if _, err := tx.StmtContext(ctx, db.ws.insertIdempotencyKey).ExecContext(ctx, req.ProjectID, req.Idempotency.Key, req.Idempotency.Hash, stored, ms(db.now())); err != nil {
 			return SendResult{}, fmt.Errorf("store idempotency key: %w", err)
 		}
 	}
@@ -174,11 +201,11 @@ func (db *DB) prepareOutgoing(raw []byte) *prepared {
 // approval.approved when an approval released it (the cause before its
 // effect, SPEC §8), message.queued, and message.captured listing the
 // recipients captured at once.
-func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, approval *released) (SendResult, error) {
+func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, ids sendIDs, approval *released) (SendResult, error) {
 	now := db.now()
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
-		if err := db.queryRow(ctx, tx, sqlParentThread, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
+		if err := tx.StmtContext(ctx, db.ws.parentThread).QueryRowContext(ctx, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
 			}
@@ -204,7 +231,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 		approvalID = approval.approvalID
 	}
 	d, err := db.insertMessage(ctx, tx, p, messageRow{
-		inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
+		id: ids.message, newThreadID: ids.thread, inboxID: o.InboxID, threadID: threadID, direction: "outbound", state: aggregateState(o.Recipients),
 		match: match, bcc: jsonList(o.Bcc), confirmed: o.Confirmed, approvalID: approvalID, createdAt: now, links: f.newLinks(links),
 		ownLinked: f.linked(p.own),
 	})
@@ -230,7 +257,7 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 			captured = append(captured, map[string]any{"email": r.Email, "delivery_status": StatusCaptured,
 				"smtp_code": nil, "smtp_message": nil})
 		}
-		if _, err := db.exec(ctx, tx, sqlInsertDelivery, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertDelivery).ExecContext(ctx, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
 			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
 		}
 	}

@@ -54,18 +54,18 @@ func localSend(inboxID string, i int) SendRequest {
 	return SendRequest{
 		Out: Outgoing{InboxID: inboxID, Raw: []byte(raw), Confirmed: true,
 			Recipients: []Recipient{{Email: "x@capture.example", Type: "to", Route: "capture"}}},
-		Answer: func(res SendResult) (int, []byte, error) { return 202, []byte(res.MessageID), nil },
 	}
 }
 
-// Sends that share a commit fail alone: a send whose answer fails after
-// its rows were written, or whose idempotency key conflicts, leaves no
+// Sends that share a commit fail alone: a send whose delivery row is
+// refused (the type's CHECK) after its message row was written, or whose
+// idempotency key conflicts, leaves no
 // row, no event and no search entry; its batch-mates are stored.
 func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
 	taken := SendRequest{ProjectID: b.ProjectID, Idempotency: &Idempotency{Key: "taken", Hash: []byte("first")}}
-	taken.Out, taken.Answer = localSend(b.Inbox.ID, -1).Out, localSend(b.Inbox.ID, -1).Answer
+	taken.Out = localSend(b.Inbox.ID, -1).Out
 	if _, err := db.Send(ctx, taken); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 		req.ProjectID = b.ProjectID
 		switch i % 3 {
 		case 1:
-			req.Answer = func(SendResult) (int, []byte, error) { return 0, nil, errors.New("answer failed") }
+			req.Out.Recipients[0].Type = "nope" // fails after the message row
 		case 2:
 			req.Idempotency = &Idempotency{Key: "taken", Hash: []byte("other")}
 		}
@@ -93,10 +93,10 @@ func TestSendGroupCommitIsolatesFailures(t *testing.T) {
 	stored := map[string]bool{}
 	for i := range n {
 		switch {
-		case i%3 == 0 && (errs[i] != nil || string(res[i].Body) != res[i].MessageID):
+		case i%3 == 0 && (errs[i] != nil || !strings.HasPrefix(res[i].MessageID, "msg_")):
 			t.Errorf("send %d: %+v %v", i, res[i], errs[i])
 		case i%3 == 1 && (errs[i] == nil || res[i].MessageID != ""):
-			t.Errorf("send %d with a failing answer: %+v %v", i, res[i], errs[i])
+			t.Errorf("send %d with a refused delivery: %+v %v", i, res[i], errs[i])
 		case i%3 == 2 && !errors.Is(errs[i], ErrIdempotencyConflict):
 			t.Errorf("send %d with a conflicting key: %v", i, errs[i])
 		}
@@ -210,7 +210,6 @@ func TestLocalDeliveryRounds(t *testing.T) {
 		_, err := db.Send(ctx, SendRequest{
 			Out: Outgoing{InboxID: b.Inbox.ID, Raw: []byte(raw), Confirmed: true,
 				Recipients: []Recipient{{Email: "bob@localhost", Type: "to", Route: "local"}}},
-			Answer: func(SendResult) (int, []byte, error) { return 202, nil, nil },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -287,5 +286,42 @@ func TestLocalDeliveryToDeletedInboxBounces(t *testing.T) {
 		if d := ds[id]; len(d) != 1 || d[0].Status != StatusBounced || d[0].Code == nil || *d[0].Code != 550 {
 			t.Errorf("deliveries of %s: %+v", id, d)
 		}
+	}
+}
+
+// An idempotency key stores what the send did and replays it as data: a
+// held send's draft and approval, a queued one's message — and a row
+// written before migration 0010, which held the HTTP answer's JSON, reads
+// as the same result.
+func TestIdempotencyReplaysResult(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	queued := localSend(b.Inbox.ID, 1)
+	queued.ProjectID, queued.Idempotency = b.ProjectID, &Idempotency{Key: "q", Hash: []byte("1")}
+	held := localSend(b.Inbox.ID, 2)
+	held.ProjectID, held.Idempotency, held.Hold = b.ProjectID, &Idempotency{Key: "h", Hash: []byte("2")}, true
+	for _, req := range []SendRequest{queued, held} {
+		first, err := db.Send(ctx, req)
+		if err != nil || first.Replayed {
+			t.Fatal(first, err)
+		}
+		again, err := db.Send(ctx, req)
+		if err != nil || !again.Replayed {
+			t.Fatal(again, err)
+		}
+		again.Replayed = false
+		if again != first {
+			t.Errorf("replayed %+v, first %+v", again, first)
+		}
+	}
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO idempotency_keys (project_id, key, request_hash, result, created_at) VALUES (?, 'old', ?, ?, ?)`,
+		b.ProjectID, []byte("3"), []byte(`{"inbox_id":"ibx_1","message_id":"msg_1","result":"queued","thread_id":"thd_1"}`+"\n"), ms(db.now())); err != nil {
+		t.Fatal(err)
+	}
+	old := localSend(b.Inbox.ID, 3)
+	old.ProjectID, old.Idempotency = b.ProjectID, &Idempotency{Key: "old", Hash: []byte("3")}
+	got, err := db.Send(ctx, old)
+	if want := (SendResult{MessageID: "msg_1", ThreadID: "thd_1", InboxID: "ibx_1", Replayed: true}); err != nil || got != want {
+		t.Fatalf("old row: %+v %v, want %+v", got, err, want)
 	}
 }

@@ -6,48 +6,128 @@ import (
 	"fmt"
 )
 
-// The hot statements of the write path are prepared once, when the
-// database opens: parsing SQL was an eighth of the ingest CPU. They must be
-// prepared before any transaction holds the single writer connection.
-func (db *DB) prepareHot(ctx context.Context) error {
-	for _, q := range hotQueries {
-		s, err := db.w.PrepareContext(ctx, q)
+// writeStmts are the statements the writer runs for every message, event
+// and delivery, prepared once at Open on the writer connection: parsing SQL
+// was an eighth of the ingest CPU. They must be prepared before any
+// transaction holds that single connection. A transaction runs one as
+// tx.StmtContext(ctx, db.ws.name); every other write is plain SQL text
+// (tx.ExecContext), parsed when it runs.
+type writeStmts struct {
+	// writer.go: every request of a group commit runs under a savepoint.
+	savepoint           *sql.Stmt // opens the request's savepoint
+	rollbackToSavepoint *sql.Stmt // undoes a failed request
+	releaseSavepoint    *sql.Stmt // ends the savepoint, kept or undone
+
+	// ingest.go: storing a message and threading it.
+	inboxExists      *sql.Stmt // whether a resolved inbox is still there
+	findIDs          *sql.Stmt // the stored messages and missing-parent links a message's ids name
+	insertLinks      *sql.Stmt // records unresolved candidates as missing-parent links
+	dropLink         *sql.Stmt // the message's own id stops being a missing parent
+	insertThread     *sql.Stmt // opens a thread
+	nextSequence     *sql.Stmt // takes the thread's next sequence and updates its summary
+	insertMessage    *sql.Stmt // the message row
+	insertRaw        *sql.Stmt // its raw bytes and trace
+	insertBody       *sql.Stmt // its packed bodies
+	insertAttachment *sql.Stmt // one attachment
+	insertEnvelope   *sql.Stmt // an inbound message's SMTP envelope
+	insertMessageID  *sql.Stmt // the message's Message-ID, for threading later ones
+
+	// deferred.go: the ten-minute lookup, asked for every inbound message.
+	unconfirmedOutbound *sql.Stmt // whether the inbox has an outbound Message-ID not yet final
+	deferredDuplicate   *sql.Stmt // whether the same message already waits in the deferred queue
+
+	// event.go: the transactional outbox.
+	eventTargets          *sql.Stmt // an event's inbox scope and the enabled webhook endpoints
+	insertEvent           *sql.Stmt // appends an event to the log
+	insertWebhookDelivery *sql.Stmt // queues an event for one endpoint
+
+	// searchindex.go: an indexing pass.
+	insertFTS *sql.Stmt // one message's search row
+
+	// delivery.go: the mail delivery queue.
+	claimRelay        *sql.Stmt // claims due relay deliveries (the attempt counted first)
+	claimInfo         *sql.Stmt // a claimed delivery's inbox, sender and Message-ID
+	deliveryStatuses  *sql.Stmt // a message's recipients' statuses
+	setMessageState   *sql.Stmt // a message's state, aggregated from them
+	recordDelivery    *sql.Stmt // one attempt's outcome
+	deliveryMessage   *sql.Stmt // what a delivery event says of its message
+	dueLocal          *sql.Stmt // the prepared local deliveries still due
+	countLocalAttempt *sql.Stmt // counts local deliveries' attempt
+
+	// inbox.go: a local delivery's recipient.
+	inboxByAddress *sql.Stmt // an inbox by address
+
+	// send.go: storing a send.
+	findIdempotencyKey   *sql.Stmt // what an idempotency key stored
+	insertIdempotencyKey *sql.Stmt // stores a key's result
+	parentThread         *sql.Stmt // the thread of a reply's parent
+	insertDelivery       *sql.Stmt // queues one recipient
+}
+
+// prepareWrites fills db.ws on the writer connection.
+func (db *DB) prepareWrites(ctx context.Context) error {
+	ws := &db.ws
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&ws.savepoint, sqlSavepoint},
+		{&ws.rollbackToSavepoint, sqlRollbackToSavepoint},
+		{&ws.releaseSavepoint, sqlReleaseSavepoint},
+
+		{&ws.inboxExists, sqlInboxExists},
+		{&ws.findIDs, sqlFindIDs},
+		{&ws.insertLinks, sqlInsertLinks},
+		{&ws.dropLink, sqlDropLink},
+		{&ws.insertThread, sqlInsertThread},
+		{&ws.nextSequence, sqlNextSequence},
+		{&ws.insertMessage, sqlInsertMessage},
+		{&ws.insertRaw, sqlInsertRaw},
+		{&ws.insertBody, sqlInsertBody},
+		{&ws.insertAttachment, sqlInsertAttachment},
+		{&ws.insertEnvelope, sqlInsertEnvelope},
+		{&ws.insertMessageID, sqlInsertMessageID},
+
+		{&ws.unconfirmedOutbound, sqlUnconfirmedOutbound},
+		{&ws.deferredDuplicate, sqlDeferredDuplicate},
+
+		{&ws.eventTargets, sqlEventTargets},
+		{&ws.insertEvent, sqlInsertEvent},
+		{&ws.insertWebhookDelivery, sqlInsertWebhookDelivery},
+
+		{&ws.insertFTS, sqlInsertFTS},
+
+		{&ws.claimRelay, sqlClaimRelay},
+		{&ws.claimInfo, sqlClaimInfo},
+		{&ws.deliveryStatuses, sqlDeliveryStatuses},
+		{&ws.setMessageState, sqlSetMessageState},
+		{&ws.recordDelivery, sqlRecordDelivery},
+		{&ws.deliveryMessage, sqlDeliveryMessage},
+		{&ws.dueLocal, sqlDueLocal},
+		{&ws.countLocalAttempt, sqlCountLocalAttempt},
+
+		{&ws.inboxByAddress, sqlInboxByAddress},
+
+		{&ws.findIdempotencyKey, sqlFindIdempotencyKey},
+		{&ws.insertIdempotencyKey, sqlInsertIdempotencyKey},
+		{&ws.parentThread, sqlParentThread},
+		{&ws.insertDelivery, sqlInsertDelivery},
+	} {
+		s, err := db.w.PrepareContext(ctx, p.sql)
 		if err != nil {
-			return fmt.Errorf("prepare %q: %w", q, err)
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
 		}
-		db.stmts[q] = s
+		*p.stmt = s
 	}
 	return nil
 }
 
-// exec runs query in tx, through its prepared statement when it has one.
-func (db *DB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if s, ok := db.stmts[query]; ok {
-		return tx.StmtContext(ctx, s).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, query, args...)
-}
-
-// queryRow runs a single-row query in tx, through its prepared statement
-// when it has one.
-func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if s, ok := db.stmts[query]; ok {
-		return tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, query, args...)
-}
-
-// query runs a query in tx, through its prepared statement when it has one.
-func (db *DB) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	if s, ok := db.stmts[query]; ok {
-		return tx.StmtContext(ctx, s).QueryContext(ctx, args...)
-	}
-	return tx.QueryContext(ctx, query, args...)
-}
-
 // readStmt returns query prepared on the read pool, preparing it on first
 // use (database/sql re-prepares it per connection as needed). Preparing
-// was a tenth of a thread page's CPU.
+// was a tenth of a thread page's CPU. The read path is keyed by SQL text,
+// not a typed set like the writer's, because its list pages build their
+// SQL from a few optional clauses: the texts are constants and those
+// combinations, a small set, with every value bound as an argument.
 func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	db.readMu.RLock()
 	s, ok := db.readStmts[query]

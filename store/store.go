@@ -78,6 +78,7 @@ type Options struct {
 // DB is an open inboxd database.
 type DB struct {
 	w, r *sql.DB
+	url  string  // the database file's URL, without parameters (BackupTo)
 	ver  *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
 	// verConn is that connection, held; verEpoch counts the ones held so far.
 	verMu    sync.Mutex
@@ -97,10 +98,10 @@ type DB struct {
 	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
-	// rows newest first instead of collecting every match (query.go).
+	// rows newest first instead of collecting every match (message.go).
 	searchProbe int
 
-	stmts map[string]*sql.Stmt // hot statements, prepared at Open; read-only after
+	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
 	bodies bodyPacker
 
@@ -170,13 +171,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	db := &DB{
-		w: w, now: opts.Now, rand: opts.Rand, log: opts.Logger,
+		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates,
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),
-		stmts:   map[string]*sql.Stmt{},
 		bodies:  newBodyPacker(),
 		sq:      newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
@@ -188,7 +188,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	if err := db.prepareHot(ctx); err != nil {
+	if err := db.prepareWrites(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}

@@ -51,12 +51,14 @@ func TestThreadHasAttachments(t *testing.T) {
 	check("stored")
 	stop()
 
-	// The database as it was before migration 0009.
+	// The database as it was before migration 0009 (0010 undone first).
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN has_attachments`, `PRAGMA user_version = 8`} {
+	for _, q := range []string{`ALTER TABLE idempotency_keys RENAME COLUMN result TO response`,
+		`ALTER TABLE idempotency_keys ADD COLUMN status INTEGER NOT NULL DEFAULT 202`,
+		`ALTER TABLE threads DROP COLUMN has_attachments`, `PRAGMA user_version = 8`} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}

@@ -268,8 +268,11 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, projectID, id, secret str
 	return ep, secret, nil
 }
 
-// WebhookClaim is a delivery the worker took for one attempt.
-type WebhookClaim struct {
+// WebhookDeliveryClaim is a delivery the worker took for one attempt.
+// The webhook queue is named as the mail queue (delivery.go) with Webhook
+// before Delivery: ClaimWebhookDeliveries, ReleaseWebhookDeliveryClaims,
+// NextWebhookDeliveryAt, RecordWebhookDeliveries.
+type WebhookDeliveryClaim struct {
 	DeliveryID string
 	EndpointID string
 	URL        string
@@ -286,7 +289,7 @@ type WebhookClaim struct {
 // mid-attempt therefore retries after the lease, never in a storm. busy
 // counts the worker's requests in flight by endpoint, so one endpoint's
 // backlog never takes another's turn.
-func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int, busy map[string]int, lease time.Duration) ([]WebhookClaim, error) {
+func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int, busy map[string]int, lease time.Duration) ([]WebhookDeliveryClaim, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -294,7 +297,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 	if err != nil {
 		return nil, err
 	}
-	var out []WebhookClaim
+	var out []WebhookDeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
 		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?2
@@ -313,7 +316,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 		}
 		var seqs []int64
 		for rows.Next() {
-			var c WebhookClaim
+			var c WebhookDeliveryClaim
 			var seq int64
 			if err := rows.Scan(&c.DeliveryID, &c.EndpointID, &seq, &c.Attempt); err != nil {
 				rows.Close()
@@ -356,22 +359,23 @@ func busyOrEmpty(m map[string]int) map[string]int {
 	return m
 }
 
-// ReleaseWebhookClaims makes due at once the deliveries a stopped process
-// had claimed but not finished (more attempts counted than recorded). Only
-// one process works the queue, so at start every such claim is orphaned.
-func (db *DB) ReleaseWebhookClaims(ctx context.Context) error {
+// ReleaseWebhookDeliveryClaims makes due at once the deliveries a stopped
+// process had claimed but not finished (more attempts counted than
+// recorded). Only one process works the queue, so at start every such
+// claim is orphaned.
+func (db *DB) ReleaseWebhookDeliveryClaims(ctx context.Context) error {
 	_, err := db.w.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
 		WHERE status = 'pending' AND attempt_count > (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id)`,
 		ms(db.now()))
 	if err != nil {
-		return fmt.Errorf("release webhook claims: %w", err)
+		return fmt.Errorf("release webhook delivery claims: %w", err)
 	}
 	return nil
 }
 
-// NextWebhookAt returns when the earliest delivery of an enabled endpoint
-// not in full (busy[endpoint] ≥ perEndpoint) is due.
-func (db *DB) NextWebhookAt(ctx context.Context, perEndpoint int, busy map[string]int) (time.Time, bool, error) {
+// NextWebhookDeliveryAt returns when the earliest delivery of an enabled
+// endpoint not in full (busy[endpoint] ≥ perEndpoint) is due.
+func (db *DB) NextWebhookDeliveryAt(ctx context.Context, perEndpoint int, busy map[string]int) (time.Time, bool, error) {
 	var full []string
 	for ep, n := range busy {
 		if n >= perEndpoint {
@@ -397,8 +401,9 @@ type WebhookAttempt struct {
 	Error           string
 }
 
-// WebhookOutcome is the result of an attempt and what follows from it.
-type WebhookOutcome struct {
+// WebhookDeliveryResult is the outcome of one attempt and what follows
+// from it.
+type WebhookDeliveryResult struct {
 	DeliveryID  string
 	Attempt     WebhookAttempt
 	Status      string    // WebhookDelivered, WebhookPending (retry at NextAttempt) or WebhookFailed
@@ -410,35 +415,27 @@ type WebhookOutcome struct {
 // MaxResponseExcerpt is how much of a response (or error) an attempt keeps.
 const MaxResponseExcerpt = 1024
 
-// RecordWebhookAttempt stores an attempt and the delivery's new status in
-// one transaction. A delivery deleted meanwhile (its endpoint was) is
-// ErrNotFound.
-func (db *DB) RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) error {
-	if err := db.tx(ctx, func(tx *sql.Tx) error { return recordWebhookAttempt(ctx, tx, o) }); err != nil {
-		return fmt.Errorf("record webhook attempt: %w", err)
-	}
-	return nil
-}
-
-// RecordWebhookAttempts records several outcomes in one transaction (one
-// fsync for a burst of attempts). An outcome whose delivery is gone (its
-// endpoint was deleted) is skipped.
-func (db *DB) RecordWebhookAttempts(ctx context.Context, os []WebhookOutcome) error {
+// RecordWebhookDeliveries stores attempts and the deliveries' new
+// statuses in one transaction (one fsync for a burst of attempts). A
+// result whose delivery is gone (its endpoint was deleted) is skipped.
+func (db *DB) RecordWebhookDeliveries(ctx context.Context, results []WebhookDeliveryResult) error {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		for _, o := range os {
-			if err := recordWebhookAttempt(ctx, tx, o); err != nil && !errors.Is(err, ErrNotFound) {
+		for _, o := range results {
+			if err := recordWebhookDeliveryTx(ctx, tx, o); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("record webhook attempts: %w", err)
+		return fmt.Errorf("record webhook deliveries: %w", err)
 	}
 	return nil
 }
 
-func recordWebhookAttempt(ctx context.Context, tx *sql.Tx, o WebhookOutcome) error {
+// recordWebhookDeliveryTx stores one attempt and its delivery's status in
+// tx; a delivery that is gone is ErrNotFound.
+func recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o WebhookDeliveryResult) error {
 	var next any
 	switch o.Status {
 	case WebhookPending:

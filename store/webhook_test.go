@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -205,7 +206,7 @@ func TestWebhookClaimRespectsPerEndpointLimit(t *testing.T) {
 	for i := range 10 {
 		receive(t, db, clk, b.Inbox.ID, i)
 	}
-	byEndpoint := func(cs []WebhookClaim) map[string]int {
+	byEndpoint := func(cs []WebhookDeliveryClaim) map[string]int {
 		m := map[string]int{}
 		for _, c := range cs {
 			m[c.EndpointID]++
@@ -231,17 +232,17 @@ func TestWebhookClaimRespectsPerEndpointLimit(t *testing.T) {
 			t.Errorf("claimed body %q differs from the stored event %q (%v)", c.Body, body, err)
 		}
 	}
-	// Full endpoints are skipped, and NextWebhookAt ignores them too.
+	// Full endpoints are skipped, and NextWebhookDeliveryAt ignores them too.
 	full := map[string]int{slow.ID: 4, fast.ID: 4}
 	if cs, err := db.ClaimWebhookDeliveries(ctx, 32, 4, full, time.Minute); err != nil || len(cs) != 0 {
 		t.Errorf("claim with both endpoints full: %d %v", len(cs), err)
 	}
-	if _, ok, err := db.NextWebhookAt(ctx, 4, full); err != nil || ok {
-		t.Errorf("NextWebhookAt with both full: %v %v", ok, err)
+	if _, ok, err := db.NextWebhookDeliveryAt(ctx, 4, full); err != nil || ok {
+		t.Errorf("NextWebhookDeliveryAt with both full: %v %v", ok, err)
 	}
-	next, ok, err := db.NextWebhookAt(ctx, 4, map[string]int{slow.ID: 4})
+	next, ok, err := db.NextWebhookDeliveryAt(ctx, 4, map[string]int{slow.ID: 4})
 	if err != nil || !ok || next.After(clk.Now()) {
-		t.Errorf("NextWebhookAt = %v %v %v, want a due fast delivery", next, ok, err)
+		t.Errorf("NextWebhookDeliveryAt = %v %v %v, want a due fast delivery", next, ok, err)
 	}
 	// The total limit holds.
 	if cs, err := db.ClaimWebhookDeliveries(ctx, 2, 4, nil, time.Minute); err != nil || len(cs) != 2 {
@@ -275,7 +276,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 	}
 	now := clk.Now()
 	long := strings.Repeat("é", 600) // 1,200 bytes: cut at a rune boundary
-	outcomes := map[string]WebhookOutcome{
+	outcomes := map[string]WebhookDeliveryResult{
 		cs[0].DeliveryID: {Status: WebhookDelivered, Attempt: WebhookAttempt{At: now, StatusCode: 204, Duration: 12 * time.Millisecond}},
 		cs[1].DeliveryID: {Status: WebhookPending, NextAttempt: now.Add(5 * time.Second),
 			Attempt: WebhookAttempt{At: now, StatusCode: 500, Duration: time.Millisecond, ResponseExcerpt: long}},
@@ -283,7 +284,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 	}
 	for id, o := range outcomes {
 		o.DeliveryID = id
-		if err := db.RecordWebhookAttempt(ctx, o); err != nil {
+		if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{o}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,18 +333,29 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 	}
 
 	// A 410 disables the endpoint: nothing of it is due any more.
-	if err := db.RecordWebhookAttempt(ctx, WebhookOutcome{DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
-		DisableReason: "410", Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}); err != nil {
+	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{{DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
+		DisableReason: "410", Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID)
 	if got.Enabled || got.DisabledReason != "410" {
 		t.Errorf("after 410: %+v", got)
 	}
-	if _, ok, _ := db.NextWebhookAt(ctx, 4, nil); ok {
+	if _, ok, _ := db.NextWebhookDeliveryAt(ctx, 4, nil); ok {
 		t.Error("a disabled endpoint's deliveries are still due")
 	}
-	if err := db.RecordWebhookAttempt(ctx, WebhookOutcome{DeliveryID: "dlv_none", Status: WebhookDelivered}); !errors.Is(err, ErrNotFound) {
+
+	// A delivery that is gone is ErrNotFound, and a batch skips it: the
+	// batch's other results are stored.
+	gone := WebhookDeliveryResult{DeliveryID: "dlv_none", Status: WebhookDelivered}
+	if err := db.tx(ctx, func(tx *sql.Tx) error { return recordWebhookDeliveryTx(ctx, tx, gone) }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("record for a missing delivery: %v", err)
+	}
+	again := WebhookDeliveryResult{DeliveryID: cs[2].DeliveryID, Status: WebhookFailed, Attempt: WebhookAttempt{At: clk.Now(), Error: "again"}}
+	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{gone, again}); err != nil {
+		t.Errorf("a batch with a missing delivery: %v", err)
+	}
+	if d, err := db.GetWebhookDelivery(ctx, b.ProjectID, ep.ID, cs[2].DeliveryID); err != nil || len(d.Attempts) != 2 || d.Attempts[1].Error != "again" {
+		t.Errorf("the batch's other result was not stored: %+v %v", d, err)
 	}
 }

@@ -183,7 +183,7 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// The statements of underSavepoint, prepared once (hotQueries): one group
+// The statements of underSavepoint, prepared once (writeStmts): one group
 // commit runs them for every message.
 const (
 	sqlSavepoint           = `SAVEPOINT one`
@@ -196,17 +196,17 @@ const (
 // on, so one request of a group commit fails alone. It returns fn's error,
 // and err when the savepoint itself failed (the transaction must abort).
 func (db *DB) underSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) (fnErr, err error) {
-	if _, err := db.exec(ctx, tx, sqlSavepoint); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.savepoint).ExecContext(ctx); err != nil {
 		return nil, err
 	}
 	mark := len(db.search)
 	if fnErr = fn(); fnErr != nil {
 		db.search = db.search[:mark]
-		if _, err := db.exec(ctx, tx, sqlRollbackToSavepoint); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.rollbackToSavepoint).ExecContext(ctx); err != nil {
 			return fnErr, err
 		}
 	}
-	if _, err := db.exec(ctx, tx, sqlReleaseSavepoint); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.releaseSavepoint).ExecContext(ctx); err != nil {
 		return fnErr, err
 	}
 	return fnErr, nil

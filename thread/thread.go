@@ -9,7 +9,9 @@ import (
 )
 
 // Match says which rule placed a message in its thread; it is shown to API
-// clients as thread_match.
+// clients as thread_match. Assign decides every one of them for a stored
+// message except MatchReplyToMessageID, which a send with
+// reply_to_message_id takes from its parent (store/send.go, queueTx).
 type Match string
 
 const (

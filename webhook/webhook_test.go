@@ -626,7 +626,7 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestJitter(t *testing.T) {
 	w := NewWorker(nil, WorkerConfig{RetrySchedule: []time.Duration{10 * time.Second}})
-	c := store.WebhookClaim{Attempt: 1}
+	c := store.WebhookDeliveryClaim{Attempt: 1}
 	at := time.Now()
 	for _, j := range []struct {
 		r    float64

@@ -151,14 +151,14 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 // returns once every attempt is recorded; what was not attempted stays
 // queued in the database.
 func (w *Worker) Run(ctx context.Context) error {
-	if err := w.db.ReleaseWebhookClaims(ctx); err != nil {
+	if err := w.db.ReleaseWebhookDeliveryClaims(ctx); err != nil {
 		return err
 	}
 	// Outcomes are recorded by one goroutine in batches: a burst of
 	// attempts costs one commit, not one each.
-	outcomes := make(chan store.WebhookOutcome, w.cfg.Concurrency)
+	results := make(chan store.WebhookDeliveryResult, w.cfg.Concurrency)
 	recorded := make(chan struct{})
-	go func() { defer close(recorded); w.record(outcomes) }()
+	go func() { defer close(recorded); w.record(results) }()
 	busy := map[string]int{} // in flight by endpoint
 	inFlight := 0
 	done := make(chan string, w.cfg.Concurrency) // endpoint ids of finished attempts
@@ -177,7 +177,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		var alarm <-chan time.Time
 		if free := w.cfg.Concurrency - inFlight; free > 0 {
 			now := w.cfg.Clock.Now()
-			next, ok, err := w.db.NextWebhookAt(ctx, w.cfg.PerEndpoint, busy)
+			next, ok, err := w.db.NextWebhookDeliveryAt(ctx, w.cfg.PerEndpoint, busy)
 			switch {
 			case err != nil:
 				if ctx.Err() == nil {
@@ -201,7 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 					busy[c.EndpointID]++
 					inFlight++
 					wg.Go(func() {
-						outcomes <- w.attempt(attemptCtx, c)
+						results <- w.attempt(attemptCtx, c)
 						done <- c.EndpointID
 					})
 				}
@@ -220,7 +220,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			err := w.shutdown(&wg, cancelAttempts)
-			close(outcomes)
+			close(results)
 			<-recorded
 			return err
 		case d := <-done:
@@ -257,8 +257,8 @@ func (w *Worker) shutdown(wg *sync.WaitGroup, cancelAttempts context.CancelFunc)
 	return nil
 }
 
-// attempt sends one delivery and returns its outcome.
-func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) store.WebhookOutcome {
+// attempt sends one delivery and returns its result.
+func (w *Worker) attempt(ctx context.Context, c store.WebhookDeliveryClaim) store.WebhookDeliveryResult {
 	at := w.cfg.Clock.Now()
 	start := time.Now()
 	code, body, retryAfter, err := w.post(ctx, c, at)
@@ -269,16 +269,16 @@ func (w *Worker) attempt(ctx context.Context, c store.WebhookClaim) store.Webhoo
 	return w.decide(c, a, retryAfter, err)
 }
 
-// record stores outcomes until the channel closes, taking everything that
+// record stores results until the channel closes, taking everything that
 // waits in one transaction. Outcomes are recorded even during shutdown:
 // the attempts happened. On failure the leases set at claim time make the
 // deliveries due again: at least once.
-func (w *Worker) record(outcomes <-chan store.WebhookOutcome) {
-	for o := range outcomes {
-		batch := []store.WebhookOutcome{o}
+func (w *Worker) record(results <-chan store.WebhookDeliveryResult) {
+	for o := range results {
+		batch := []store.WebhookDeliveryResult{o}
 		for more := true; more && len(batch) < 256; {
 			select {
-			case o, ok := <-outcomes:
+			case o, ok := <-results:
 				if !ok {
 					more = false
 					break
@@ -289,7 +289,7 @@ func (w *Worker) record(outcomes <-chan store.WebhookOutcome) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := w.db.RecordWebhookAttempts(ctx, batch); err != nil {
+		if err := w.db.RecordWebhookDeliveries(ctx, batch); err != nil {
 			w.cfg.Logger.Error("webhook: record attempts", "attempts", len(batch), "err", err)
 		}
 		cancel()
@@ -297,8 +297,8 @@ func (w *Worker) record(outcomes <-chan store.WebhookOutcome) {
 }
 
 // decide turns an attempt into the delivery's next state (SPEC §9).
-func (w *Worker) decide(c store.WebhookClaim, a store.WebhookAttempt, retryAfter time.Duration, err error) store.WebhookOutcome {
-	o := store.WebhookOutcome{DeliveryID: c.DeliveryID, Attempt: a}
+func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, retryAfter time.Duration, err error) store.WebhookDeliveryResult {
+	o := store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Attempt: a}
 	switch {
 	case err == nil && a.StatusCode/100 == 2:
 		o.Status = store.WebhookDelivered
@@ -326,7 +326,7 @@ func (w *Worker) decide(c store.WebhookClaim, a store.WebhookAttempt, retryAfter
 
 // post sends the stored bytes, signed, and reads at most the excerpt of
 // the answer.
-func (w *Worker) post(ctx context.Context, c store.WebhookClaim, at time.Time) (code int, excerpt string, retryAfter time.Duration, err error) {
+func (w *Worker) post(ctx context.Context, c store.WebhookDeliveryClaim, at time.Time) (code int, excerpt string, retryAfter time.Duration, err error) {
 	sig, err := SignatureHeader(c.Secrets, c.EventID, at, c.Body)
 	if err != nil {
 		return 0, "", 0, fmt.Errorf("sign: %w", err)

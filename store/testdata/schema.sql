@@ -1,4 +1,4 @@
--- user_version = 9
+-- user_version = 10
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -177,8 +177,7 @@ CREATE TABLE idempotency_keys (
 	project_id   TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
 	key          TEXT NOT NULL,
 	request_hash BLOB NOT NULL,
-	status       INTEGER NOT NULL,
-	response     BLOB NOT NULL,
+	result     BLOB NOT NULL,
 	created_at   INTEGER NOT NULL,
 	PRIMARY KEY (project_id, key)
 ) STRICT, WITHOUT ROWID;

@@ -1,8 +1,4 @@
-// Package outbound owns sending: validating and composing a message (MIME,
-// Message-ID, threading headers), choosing each recipient's route and the
-// approval gate, and the delivery worker that drains the durable queue to
-// local inboxes and to the relay.
-package outbound
+package message
 
 import (
 	"bytes"
@@ -12,26 +8,25 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	gomail "github.com/emersion/go-message/mail"
-
-	"github.com/inboxd/inboxd/message"
 )
 
-// Attachment is a file to send.
-type Attachment struct {
+// File is an attachment to compose.
+type File struct {
 	Filename    string
 	ContentType string
 	Data        []byte
 }
 
-// Draft is everything Compose needs; ids are without angle brackets.
+// Draft is a message to compose; ids are without angle brackets.
 type Draft struct {
-	From            message.Address
-	To, Cc, ReplyTo []message.Address
+	From            Address
+	To, Cc, ReplyTo []Address
 	Subject         string
 	Text, HTML      string
-	Attachments     []Attachment
+	Attachments     []File
 	Headers         map[string]string
 	MessageID       string
 	InReplyTo       string
@@ -47,7 +42,7 @@ func NewMessageID(domain string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])) + "@" + domain
 }
 
-func toMailAddrs(as []message.Address) []*gomail.Address {
+func toMailAddrs(as []Address) []*gomail.Address {
 	out := make([]*gomail.Address, len(as))
 	for i, a := range as {
 		out[i] = &gomail.Address{Name: a.Name, Address: a.Email}
@@ -62,7 +57,7 @@ func toMailAddrs(as []message.Address) []*gomail.Address {
 func Compose(d Draft) ([]byte, error) {
 	var h gomail.Header
 	h.SetDate(d.Date)
-	h.SetAddressList("From", toMailAddrs([]message.Address{d.From}))
+	h.SetAddressList("From", toMailAddrs([]Address{d.From}))
 	if len(d.To) > 0 {
 		h.SetAddressList("To", toMailAddrs(d.To))
 	}
@@ -185,28 +180,19 @@ func writePart(iw *gomail.InlineWriter, ct, body string) error {
 	return w.Close()
 }
 
-// ReplySubject is "Re: " + subject, without stacking prefixes.
-func ReplySubject(subject string) string {
-	s := strings.TrimSpace(subject)
-	lower := strings.ToLower(s)
-	for _, p := range []string{"re:", "re :", "aw:", "sv:", "antw:"} {
-		if strings.HasPrefix(lower, p) {
-			return s
-		}
+// ValidAddress reports whether s is a usable mailbox address: one @, a
+// non-empty local part (UTF-8 allowed, RFC 6532) and a domain, with no
+// whitespace, brackets or control characters.
+func ValidAddress(s string) bool {
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at == len(s)-1 || len(s) > 254 || !utf8.ValidString(s) {
+		return false
 	}
-	return "Re: " + s
-}
-
-// maxReferences bounds the References header of a reply; RFC 5322 §3.6.4
-// allows trimming, and keeping the first id keeps the thread's root.
-const maxReferences = 20
-
-// ReplyReferences is the parent's References plus the parent's id, trimmed
-// from the front (keeping the first) when too long.
-func ReplyReferences(parentRefs []string, parentID string) []string {
-	refs := append(append([]string{}, parentRefs...), parentID)
-	if len(refs) <= maxReferences {
-		return refs
+	if strings.ContainsFunc(s, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || strings.ContainsRune("<>()[],;:\\\"", r)
+	}) {
+		return false
 	}
-	return append([]string{refs[0]}, refs[len(refs)-maxReferences+1:]...)
+	domain := s[at+1:]
+	return !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".") && !strings.Contains(domain, "..")
 }

@@ -1,0 +1,22 @@
+package thread
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestReplyHelpers(t *testing.T) {
+	for in, want := range map[string]string{"Quote": "Re: Quote", "Re: Quote": "Re: Quote", "RE: x": "RE: x", "AW: x": "AW: x"} {
+		if got := ReplySubject(in); got != want {
+			t.Errorf("ReplySubject(%q) = %q", in, got)
+		}
+	}
+	var long []string
+	for i := range 50 {
+		long = append(long, fmt.Sprintf("r%d@x", i))
+	}
+	refs := ReplyReferences(long, "p@x")
+	if len(refs) != maxReferences || refs[0] != "r0@x" || refs[len(refs)-1] != "p@x" || refs[1] != "r32@x" {
+		t.Fatalf("trimmed references: %v", refs)
+	}
+}
