@@ -332,7 +332,7 @@ func TestMCPToolDefinitions(t *testing.T) {
 			t.Errorf("%s: output schema %v", tl.Name, tl.OutputSchema)
 		}
 		read := !strings.HasPrefix(tl.Name, "send_") && !strings.HasPrefix(tl.Name, "reply_")
-		if a := tl.Annotations; a == nil || a.ReadOnlyHint != read || read && !a.IdempotentHint {
+		if a := tl.Annotations; a == nil || a.ReadOnlyHint != read || read && !a.IdempotentHint || !read && (a.OpenWorldHint == nil || !*a.OpenWorldHint) {
 			t.Errorf("%s: annotations %+v", tl.Name, a)
 		}
 		if read && tl.Name != "list_inboxes" {
@@ -343,12 +343,13 @@ func TestMCPToolDefinitions(t *testing.T) {
 				t.Errorf("%s: _meta %v", tl.Name, tl.Meta)
 			}
 		}
-		if !read && (!strings.Contains(tl.Description, "sends real email") || !strings.Contains(tl.Description, "approval")) {
+		if d := strings.ToLower(tl.Description); !read && (!strings.Contains(d, "sends real email") || !strings.Contains(d, "approval") || !strings.Contains(d, "idempotency_key")) {
 			t.Errorf("%s: %q", tl.Name, tl.Description)
 		}
 	}
 	slices.Sort(names)
-	want := []string{"get_approval", "get_message", "list_approvals", "list_inboxes", "list_messages", "list_threads", "read_thread", "wait_for_message"}
+	want := []string{"get_approval", "get_message", "list_approvals", "list_inboxes", "list_messages", "list_threads", "read_thread",
+		"reply_to_message", "send_message", "wait_for_message"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
@@ -972,7 +973,7 @@ func TestMCPStdioBridge(t *testing.T) {
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	tools := exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if list, _ := tools["tools"].([]any); len(list) != 8 {
+	if list, _ := tools["tools"].([]any); len(list) != 10 {
 		t.Errorf("tools/list: %d tools", len(list))
 	}
 	res := exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_threads","arguments":{"inbox_id":%q}}}`, inbox))
@@ -1047,7 +1048,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &saw); err != nil {
 		t.Fatalf("client.mjs printed %q: %v", stdout.String(), err)
 	}
-	if saw.Server != "inboxd" || len(saw.Tools) != 8 || saw.ReadOnly != 8 || saw.Threads != 1 || !saw.Text ||
+	if saw.Server != "inboxd" || len(saw.Tools) != 10 || saw.ReadOnly != 8 || saw.Threads != 1 || !saw.Text ||
 		!slices.Equal(saw.Waited, []string{"while it waits"}) || saw.Cursor == "" {
 		t.Errorf("the TypeScript client saw %+v", saw)
 	}
@@ -1138,5 +1139,151 @@ func TestMCPApprovals(t *testing.T) {
 	structured(t, call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": *a.MessageID}), &got)
 	if got.Message.Direction != "outbound" {
 		t.Errorf("the approved message: %+v", got.Message)
+	}
+}
+
+type sendAnswer struct {
+	Result     string
+	MessageID  *string `json:"message_id"`
+	ThreadID   *string `json:"thread_id"`
+	InboxID    string  `json:"inbox_id"`
+	ApprovalID *string `json:"approval_id"`
+	DraftID    *string `json:"draft_id"`
+	Replayed   bool
+}
+
+// The send tools: send_message delivers to another inbox of the gateway
+// (whose wait wakes) and captures mail to the outside; an idempotency_key
+// replays the first result and sends nothing, and conflicts with other
+// arguments; reply_to_message lands in the parent's thread, to its sender,
+// Re: its subject; an inbox whose policy holds sends answers
+// approval_required; a key without messages:send cannot send.
+func TestMCPSend(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data, "--log-level", "debug")
+	c, project, inbox := adminAPI(t, data, s.http)
+	ctx := context.Background()
+	var other struct{ ID string }
+	if err := c.do(ctx, "POST", "/v1/projects/"+project+"/inboxes", map[string]any{"address": "other@localhost"}, "", &other); err != nil {
+		t.Fatal(err)
+	}
+	agent := mcpSession(t, s.http, newKey(t, c, project, append([]string{"messages:send"}, readScopes...), []string{inbox}))
+	peer := mcpSession(t, s.http, newKey(t, c, project, readScopes, []string{other.ID}))
+
+	// Agent to peer, through the gateway: the peer's wait wakes.
+	got := make(chan waitAnswer, 1)
+	go func() {
+		var w waitAnswer
+		structured(t, call(t, peer, "wait_for_message", map[string]any{"inbox_id": other.ID, "timeout_seconds": 30}), &w)
+		got <- w
+	}()
+	s.stderr.await(t, `op=wait_messages wait=30s`)
+	args := map[string]any{"inbox_id": inbox, "to": []any{"Other <other@localhost>"}, "cc": []any{map[string]any{"email": "boss@example.com"}},
+		"subject": "Hello peer", "text": "From one agent to another.", "idempotency_key": "greeting-1"}
+	var sent sendAnswer
+	res := call(t, agent, "send_message", args)
+	structured(t, res, &sent)
+	if sent.Result != "queued" || sent.MessageID == nil || sent.ThreadID == nil || sent.InboxID != inbox || sent.Replayed || sent.ApprovalID != nil {
+		t.Fatalf("send_message: %+v", sent)
+	}
+	if !strings.Contains(text(res), *sent.MessageID) {
+		t.Errorf("send_message text: %s", text(res))
+	}
+	select {
+	case w := <-got:
+		if subj := w.subjects(t); !slices.Equal(subj, []string{"Hello peer"}) || w.Messages[0].Direction != "inbound" ||
+			w.Fence.unfence(t, w.Messages[0].From.Email) != "inbox@localhost" {
+			t.Fatalf("the peer's wait: %+v", w)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the peer's wait did not wake")
+	}
+
+	// The same key and arguments: the first result again, nothing sent.
+	var again sendAnswer
+	structured(t, call(t, agent, "send_message", args), &again)
+	if !again.Replayed || *again.MessageID != *sent.MessageID {
+		t.Fatalf("replay: %+v", again)
+	}
+	var feed struct{ Messages []mcpMessage }
+	structured(t, call(t, agent, "list_messages", map[string]any{"inbox_id": inbox, "direction": "outbound"}), &feed)
+	if len(feed.Messages) != 1 {
+		t.Fatalf("%d outbound messages after a replay", len(feed.Messages))
+	}
+	var one struct{ Message mcpMessage }
+	structured(t, call(t, agent, "get_message", map[string]any{"inbox_id": inbox, "message_id": *sent.MessageID}), &one)
+	if one.Message.Direction != "outbound" || len(one.Message.To) != 1 {
+		t.Errorf("the sent message: %+v", one.Message)
+	}
+	args["subject"] = "Hello again"
+	if msg := toolError(t, call(t, agent, "send_message", args)); !strings.HasPrefix(msg, "Error (idempotency_conflict, argument idempotency_key): ") {
+		t.Errorf("the key with other arguments: %q", msg)
+	}
+	for _, bad := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"inbox_id": inbox, "subject": "nobody"}, "Error (invalid_request, argument to): to: at least one recipient (to, cc or bcc) is required."},
+		{map[string]any{"inbox_id": inbox, "to": []any{"not an address"}}, `Error (invalid_request, argument to[0].email): to[0].email: "not an address" is not a valid email address.`},
+		{map[string]any{"inbox_id": inbox, "to": []any{"a@example.com"}, "headers": map[string]any{"From": "ceo@example.com"}}, "argument headers.From"},
+		{map[string]any{"inbox_id": inbox, "to": "a@example.com"}, "Error (invalid_request, argument to): to must be a list, not string."},
+		{map[string]any{"inbox_id": inbox, "to": []any{"a@example.com"}, "idempotency_key": "spaces are not allowed"}, "argument idempotency_key"},
+		{map[string]any{"inbox_id": other.ID, "to": []any{"a@example.com"}}, "Error (not_found): Resource not found."},
+	} {
+		if msg := toolError(t, call(t, agent, "send_message", bad.args)); !strings.Contains(msg, bad.want) {
+			t.Errorf("send_message %v: %q, want %q", bad.args, msg, bad.want)
+		}
+	}
+
+	// A reply: in the parent's thread, to its sender, Re: its subject.
+	mustSend(t, s.smtp, "inbox@localhost", "From: Ann <ann@example.com>\r\nTo: inbox@localhost\r\nMessage-ID: <ask@example.com>\r\nSubject: A question\r\n\r\nWhen?\r\n")
+	structured(t, call(t, agent, "list_messages", map[string]any{"inbox_id": inbox, "direction": "inbound"}), &feed)
+	parent := feed.Messages[0]
+	var reply sendAnswer
+	structured(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "reply_to_message_id": parent.ID, "text": "Tomorrow.", "idempotency_key": "answer-1"}), &reply)
+	if reply.Result != "queued" || *reply.ThreadID != parent.ThreadID {
+		t.Fatalf("reply_to_message: %+v (parent thread %s)", reply, parent.ThreadID)
+	}
+	var read struct {
+		Messages []mcpMessage
+		Fence    fence
+	}
+	structured(t, call(t, agent, "read_thread", map[string]any{"inbox_id": inbox, "thread_id": parent.ThreadID}), &read)
+	if len(read.Messages) != 2 || read.Messages[1].ID != *reply.MessageID || read.Messages[1].Direction != "outbound" ||
+		read.Fence.unfence(t, read.Messages[1].Subject) != "Re: A question" || read.Fence.unfence(t, read.Messages[1].To[0].Email) != "ann@example.com" ||
+		read.Fence.unfence(t, read.Messages[1].Body.Text) != "Tomorrow." {
+		t.Fatalf("the thread after the reply: %+v", read.Messages)
+	}
+	if msg := toolError(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "reply_to_message_id": "msg_01XXXXXXXXXXXXXXXXXXXXXXXX", "text": "x"})); msg != "Error (not_found): Resource not found." {
+		t.Errorf("a reply to a missing message: %q", msg)
+	}
+	if msg := toolError(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "text": "x"})); msg != "Error (invalid_request, argument reply_to_message_id): reply_to_message_id is required." {
+		t.Errorf("a reply to nothing: %q", msg)
+	}
+
+	// Held for approval: approval_required, and get_approval follows it.
+	var ib struct{}
+	if err := c.do(ctx, "PATCH", "/v1/projects/"+project+"/inboxes/"+inbox, map[string]any{"send_policy": "approve_external"}, "", &ib); err != nil {
+		t.Fatal(err)
+	}
+	var held sendAnswer
+	res = call(t, agent, "send_message", map[string]any{"inbox_id": inbox, "to": []any{"ceo@bigcorp.example"}, "subject": "Deal", "text": "Sign here."})
+	structured(t, res, &held)
+	if held.Result != "approval_required" || held.ApprovalID == nil || held.DraftID == nil || held.MessageID != nil || !strings.Contains(text(res), *held.ApprovalID) {
+		t.Fatalf("a held send: %+v\n%s", held, text(res))
+	}
+	var ap struct{ Approval struct{ Status string } }
+	structured(t, call(t, agent, "get_approval", map[string]any{"inbox_id": inbox, "approval_id": *held.ApprovalID}), &ap)
+	if ap.Approval.Status != "pending" {
+		t.Errorf("the held send's approval: %+v", ap)
+	}
+	structured(t, call(t, agent, "send_message", map[string]any{"inbox_id": inbox, "to": []any{"other@localhost"}, "text": "local mail is not held"}), &sent)
+	if sent.Result != "queued" {
+		t.Errorf("approve_external, a local recipient: %+v", sent)
+	}
+
+	reader := mcpSession(t, s.http, newKey(t, c, project, readScopes, nil))
+	if msg := toolError(t, call(t, reader, "send_message", map[string]any{"inbox_id": inbox, "to": []any{"a@example.com"}})); msg != "Error (permission_denied): This API key lacks the scope messages:send." {
+		t.Errorf("a key without messages:send: %q", msg)
 	}
 }

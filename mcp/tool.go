@@ -86,7 +86,7 @@ func tooLargef(format string, args ...any) error { return &tooLarge{fmt.Sprintf(
 // an error result that names its code and argument, anything else as
 // "Internal error." with the detail in the log.
 func addTool[In, Out any](s *server, t *gomcp.Tool, h handler[In]) {
-	in, err := jsonschema.For[In](nil)
+	in, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: sendSchemas()})
 	if err != nil {
 		panic(fmt.Sprintf("mcp: tool %s: input schema: %v", t.Name, err))
 	}
@@ -184,11 +184,22 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 	if err := json.Unmarshal(raw, in); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
-			return nil, app.Invalidf(typ.Field, "%s must be %s, not %s.", typ.Field, typeOf(schema, typ.Field), typ.Value)
+			name := argName(schema, typ.Field)
+			return nil, app.Invalidf(name, "%s must be %s, not %s.", name, typeOf(schema, name), typ.Value)
 		}
 		return nil, app.Invalidf("", "The arguments could not be read: %v.", err)
 	}
 	return in, nil
+}
+
+// argName is the argument a decoding error's field path names, without
+// the Go names of embedded structs that encoding/json puts in front.
+func argName(schema *jsonschema.Schema, field string) string {
+	parts := strings.Split(field, ".")
+	for len(parts) > 1 && schema.Properties[parts[0]] == nil {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
 }
 
 // typeOf names the JSON type the schema wants for a (top-level) argument.
