@@ -79,16 +79,17 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 		public = u
 	}
 	s := &server{app: ops, log: cfg.Logger, rand: cfg.Rand}
+	sdkLog := slog.New(quiet{cfg.Logger.Handler()})
 	s.mcp = gomcp.NewServer(&gomcp.Implementation{Name: "inboxd", Title: "inboxd mail", Version: cfg.Version}, &gomcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       cfg.Logger,
+		Logger:       sdkLog,
 		Capabilities: &gomcp.ServerCapabilities{Tools: &gomcp.ToolCapabilities{}},
 	})
 	s.tools()
 
 	stream := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return s.mcp }, &gomcp.StreamableHTTPOptions{
 		Stateless:                    true,
-		Logger:                       cfg.Logger,
+		Logger:                       sdkLog,
 		DisableLocalhostProtection:   public != nil, // replaced by hostAllowed
 		MaxRequestBodyBytes:          maxRequestBytes,
 		PropagateRequestCancellation: true,
@@ -120,6 +121,27 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 		// it, and the stream gets the original writer (its Flusher).
 		requireKey(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, r) })).ServeHTTP(challenge{w}, r)
 	}), nil
+}
+
+// quiet is the SDK's log: in stateless mode it starts and ends a session
+// for every request, and says so at info; those are debug here.
+type quiet struct{ h slog.Handler }
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool { return q.h.Enabled(ctx, demote(l)) }
+
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return q.h.Handle(ctx, r)
+}
+
+func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.h.WithAttrs(as)} }
+func (q quiet) WithGroup(name string) slog.Handler    { return quiet{q.h.WithGroup(name)} }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
 }
 
 // hostAllowed is the DNS-rebinding protection in front of a reverse
