@@ -95,6 +95,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return sendCmd(ctx, args, getenv, stdout)
 	case "backup":
 		return backupCmd(ctx, args, getenv, stdout)
+	case "healthcheck":
+		return healthcheckCmd(ctx, args, getenv, stdout)
 	case "mcp":
 		return mcpCmd(ctx, args, getenv, os.Stdin, stdout, stderr)
 	}
@@ -114,6 +116,7 @@ Usage:
   inboxd keys revoke KEY_ID
   inboxd send --to ADDRESS [--subject S] [--text T|-] [--html H] [--from INBOX] [--url URL] [--key KEY]
   inboxd backup FILE                          a consistent copy of the database, checked
+  inboxd healthcheck [--url URL]              exit 0 when the running server is ready
   inboxd mcp --url URL --key KEY              a stdio MCP server for agents, forwarding to the server's /mcp
                                               (INBOXD_URL, INBOXD_KEY)
   inboxd version                              also --version

@@ -72,6 +72,7 @@ var synopsis = map[string]string{
 	"keys revoke":    "inboxd keys revoke KEY_ID [flags]",
 	"send":           "inboxd send --to ADDRESS [flags]",
 	"backup":         "inboxd backup FILE [flags]",
+	"healthcheck":    "inboxd healthcheck [flags]",
 }
 
 func (h *helpRequested) print(w io.Writer) {

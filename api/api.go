@@ -7,6 +7,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -144,6 +145,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// readyTimeout bounds /readyz's database check: a writer that cannot take
+// the lock in this long is not ready for mail.
+const readyTimeout = 5 * time.Second
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.draining:
@@ -151,7 +156,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	if err := s.app.Ping(r.Context()); err != nil {
+	// /healthz never touches the database; /readyz asks it to take the
+	// write lock, and gives up after readyTimeout.
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.app.Ready(ctx); err != nil {
 		s.log.Error("readyz: database", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
 			"error": map[string]string{"code": "temporarily_unavailable", "message": "Database is not available."},

@@ -107,5 +107,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 // errors of an operation it may not run.
 type Decoder func(v any) error
 
-// Ping checks that the database answers (readiness).
-func (a *App) Ping(ctx context.Context) error { return a.db.Ping(ctx) }
+// Ready checks that the database answers reads and is writable: the
+// writer takes the write lock (readiness; /readyz and healthcheck).
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.db.Ping(ctx); err != nil {
+		return err
+	}
+	return a.db.Ready(ctx)
+}

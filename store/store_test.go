@@ -365,3 +365,38 @@ func TestForcedCommitFailureFailsTheBatch(t *testing.T) {
 		t.Fatalf("%d messages stored after a failed commit", len(msgs))
 	}
 }
+
+// Ready is the writer taking the write lock: it answers while the writer
+// runs without writing anything, waits (and gives up with its context)
+// while the writer does not run, and says ErrClosed once it stopped.
+func TestReady(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := db.Ready(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("writer not running: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); db.Run(runCtx) }()
+	v, err := db.DataVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Errorf("writer running: %v", err)
+	}
+	if v2, _ := db.DataVersion(ctx); v2 != v {
+		t.Errorf("Ready changed the data version %d → %d: it wrote", v, v2)
+	}
+	stop()
+	<-ran
+	if err := db.Ready(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("writer stopped: %v", err)
+	}
+}

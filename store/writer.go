@@ -19,10 +19,52 @@ type writeReq struct {
 	// release, when set, runs once the batch is over, committed or not.
 	release func()
 	done    chan error // buffered: the writer never waits for the caller
+	// probe asks only whether the writer takes the write lock (Ready); it
+	// stores nothing.
+	probe bool
 }
 
-// enqueue hands req to the writer.
+// Ready reports whether the database is writable right now: the writer
+// goroutine answers and takes SQLite's write lock (BEGIN IMMEDIATE, then
+// ROLLBACK, so nothing is written and no waiter wakes). It is /readyz's
+// check; a writer stuck or stopped, or another process holding the lock
+// past the busy timeout, fails it.
+func (db *DB) Ready(ctx context.Context) error {
+	req := &writeReq{ctx: ctx, probe: true, done: make(chan error, 1),
+		store: func(context.Context, *sql.Tx) error { return nil }} // in a batch, its BEGIN proves the lock
+	if err := db.enqueue(ctx, req); err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return fmt.Errorf("ready: %w", err)
+		}
+		return nil
+	case <-db.stopped:
+		return fmt.Errorf("ready: %w", ErrClosed)
+	case <-ctx.Done():
+		return fmt.Errorf("ready: %w", ctx.Err())
+	}
+}
+
+// probeWrite takes the write lock and lets it go.
+func (db *DB) probeWrite(ctx context.Context) error {
+	tx, err := db.w.BeginTx(ctx, nil) // _txlock=immediate: BEGIN IMMEDIATE
+	if err != nil {
+		return err
+	}
+	return tx.Rollback()
+}
+
+// enqueue hands req to the writer; once the writer has stopped, the
+// queue's buffer would take req and nobody would answer it.
 func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
+	select {
+	case <-db.stopped:
+		return ErrClosed
+	default:
+	}
 	select {
 	case db.writeQ <- req:
 		return nil
@@ -66,6 +108,10 @@ func (db *DB) Run(ctx context.Context) error {
 			}
 			continue
 		case first = <-db.writeQ:
+			if first.probe {
+				first.done <- db.probeWrite(context.WithoutCancel(ctx))
+				continue
+			}
 		case <-ctx.Done():
 			// Drain: what was queued before the stop is committed.
 			for {
