@@ -13,7 +13,10 @@ import (
 type Config struct {
 	Data     string
 	SMTPAddr string
-	HTTPAddr string
+	// SMTPSAddr, when set, also serves SMTP over implicit TLS (port 465
+	// style).
+	SMTPSAddr string
+	HTTPAddr  string
 	// DebugAddr serves net/http/pprof when set; off by default.
 	DebugAddr string
 	Hostname  string
@@ -100,6 +103,7 @@ func (l *durationList) Set(v string) error {
 func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Data, "data", "./inboxd-data", "data directory (holds inboxd.db and admin.key)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", "127.0.0.1:1025", "SMTP listen address (port 0 picks a free port)")
+	fs.StringVar(&c.SMTPSAddr, "smtps-addr", "", "also serve SMTP over implicit TLS here (port 465 style, for clients that insist on it); needs --tls-cert/--tls-key or --smtp-tls-self-signed")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
@@ -177,6 +181,9 @@ func (c *Config) validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if c.SMTPSAddr != "" && c.TLSCert == "" && !c.SMTPTLSSelfSigned {
+		return fmt.Errorf("--smtps-addr needs a certificate: --tls-cert and --tls-key, or --smtp-tls-self-signed")
 	}
 	switch {
 	case c.Outbound != "capture" && c.Outbound != "relay":

@@ -41,6 +41,8 @@ type server struct {
 
 	unlock  func()
 	smtpLn  net.Listener
+	smtpsLn net.Listener // nil without --smtps-addr
+	tls     *tls.Config  // SMTP's certificates; nil without TLS
 	httpLn  net.Listener
 	debugLn net.Listener // nil without --debug-addr
 
@@ -58,6 +60,12 @@ type server struct {
 // SMTPAddr, HTTPAddr and DebugAddr are the addresses actually bound.
 func (s *server) SMTPAddr() string { return s.smtpLn.Addr().String() }
 func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
+func (s *server) SMTPSAddr() string {
+	if s.smtpsLn == nil {
+		return ""
+	}
+	return s.smtpsLn.Addr().String()
+}
 func (s *server) DebugAddr() string {
 	if s.debugLn == nil {
 		return ""
@@ -89,6 +97,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 			return nil, err
 		}
 	}
+	s.tls = tlsConfig
 	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
 	if c.Outbound == app.OutboundRelay {
 		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
@@ -112,6 +121,11 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// next (first successful) start would never be written or printed.
 	if s.smtpLn, err = net.Listen("tcp", c.SMTPAddr); err != nil {
 		return nil, fmt.Errorf("smtp listen: %w", err)
+	}
+	if c.SMTPSAddr != "" {
+		if s.smtpsLn, err = net.Listen("tcp", c.SMTPSAddr); err != nil {
+			return nil, fmt.Errorf("smtps listen: %w", err)
+		}
 	}
 	if s.httpLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
@@ -253,12 +267,15 @@ func (s *server) Run(ctx context.Context) error {
 	start("outbound", func() error { return s.worker.Run(workerCtx) })
 	start("webhook", func() error { return s.hooks.Run(workerCtx) })
 	start("smtp", func() error { return s.smtp.Serve(s.smtpLn) })
+	if s.smtpsLn != nil {
+		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.tls) })
+	}
 	start("http", func() error { return serveHTTP(s.http, s.httpLn) })
 	if s.debug != nil {
 		start("debug", func() error { return serveHTTP(s.debug, s.debugLn) })
 		s.log.Info("pprof", "addr", s.DebugAddr())
 	}
-	s.log.Info("inboxd started", "version", version, "smtp", s.SMTPAddr(), "http", s.HTTPAddr(),
+	s.log.Info("inboxd started", "version", buildVersion(), "smtp", s.SMTPAddr(), "smtps", s.SMTPSAddr(), "http", s.HTTPAddr(),
 		"data", s.cfg.Data, "project", s.project)
 
 	var runErr error
@@ -314,7 +331,7 @@ func (s *server) Close() error {
 			first = err
 		}
 	}
-	for _, l := range []net.Listener{s.debugLn, s.httpLn, s.smtpLn} {
+	for _, l := range []net.Listener{s.debugLn, s.httpLn, s.smtpLn, s.smtpsLn} {
 		if l != nil {
 			keep(l.Close())
 		}

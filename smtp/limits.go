@@ -19,6 +19,9 @@ import (
 type limitListener struct {
 	net.Listener
 	s *Server
+	// tls, for an implicit-TLS listener (ServeTLS), is its configuration:
+	// a refusal is then said inside a handshake, as the client expects.
+	tls *tls.Config
 }
 
 // Refusals of a connection, sent as the greeting (RFC 5321 §3.1: 421 may
@@ -52,8 +55,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		lc, refusal := l.s.admit(c)
 		if refusal != "" {
-			c.SetWriteDeadline(time.Now().Add(replyTimeout))
-			io.WriteString(c, refusal)
+			c.SetDeadline(time.Now().Add(replyTimeout))
+			w := io.Writer(c)
+			if l.tls != nil {
+				w = tls.Server(c, l.tls) // the write runs the handshake first
+			}
+			io.WriteString(w, refusal)
 			c.Close()
 			continue
 		}

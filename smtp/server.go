@@ -128,7 +128,14 @@ func NewServer(cfg Config, st Store) *Server {
 }
 
 // Serve accepts sessions on l until Shutdown.
-func (s *Server) Serve(l net.Listener) error {
+func (s *Server) Serve(l net.Listener) error { return s.serve(l, nil) }
+
+// ServeTLS serves SMTP over implicit TLS on l (RFC 8314, the port 465
+// style some clients insist on): the TLS handshake comes first, and the
+// session is TLS from its greeting on, so STARTTLS is not offered.
+func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error { return s.serve(l, cfg) }
+
+func (s *Server) serve(l net.Listener, tlsCfg *tls.Config) error {
 	// go-smtp's Shutdown closes only the listeners its Serve has already
 	// registered: one handed over after it (a test, or main, racing the
 	// first signal) would block in Accept for ever. So the listeners are
@@ -141,7 +148,13 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	err := s.srv.Serve(&limitListener{Listener: l, s: s})
+	var ln net.Listener = &limitListener{Listener: l, s: s, tls: tlsCfg}
+	if tlsCfg != nil {
+		// Outside the limits, so the session's connection is the
+		// *tls.Conn go-smtp recognises as TLS.
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	err := s.srv.Serve(ln)
 	if errors.Is(err, gosmtp.ErrServerClosed) {
 		return nil
 	}
