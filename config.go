@@ -19,8 +19,10 @@ type Config struct {
 	HTTPAddr  string
 	// DebugAddr serves net/http/pprof when set; off by default.
 	DebugAddr string
-	Hostname  string
-	Fsync     bool
+	// MetricsAddr serves /metrics alone when set, instead of on HTTPAddr.
+	MetricsAddr string
+	Hostname    string
+	Fsync       bool
 
 	MaxMessageSize     int64
 	MaxRecipients      int
@@ -106,6 +108,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SMTPSAddr, "smtps-addr", "", "also serve SMTP over implicit TLS here (port 465 style, for clients that insist on it); needs --tls-cert/--tls-key or --smtp-tls-self-signed")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, instead of on --http-addr beside the API")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
 	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
 	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")

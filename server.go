@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/inboxd/inboxd/api"
 	"github.com/inboxd/inboxd/app"
@@ -45,6 +46,10 @@ type server struct {
 	tls     *tls.Config  // SMTP's certificates; nil without TLS
 	httpLn  net.Listener
 	debugLn net.Listener // nil without --debug-addr
+	// metricsLn serves /metrics alone with --metrics-addr (nil: /metrics
+	// is on the HTTP listener).
+	metricsLn net.Listener
+	metrics   *http.Server
 
 	db     *store.DB
 	smtp   *smtp.Server
@@ -60,6 +65,12 @@ type server struct {
 // SMTPAddr, HTTPAddr and DebugAddr are the addresses actually bound.
 func (s *server) SMTPAddr() string { return s.smtpLn.Addr().String() }
 func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
+func (s *server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
 func (s *server) SMTPSAddr() string {
 	if s.smtpsLn == nil {
 		return ""
@@ -130,6 +141,11 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	if s.httpLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
+	if c.MetricsAddr != "" {
+		if s.metricsLn, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("metrics listen: %w", err)
+		}
+	}
 	if c.DebugAddr != "" {
 		if s.debugLn, err = net.Listen("tcp", c.DebugAddr); err != nil {
 			return nil, fmt.Errorf("debug listen: %w", err)
@@ -153,6 +169,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Help: "Duplicate deliveries (same Message-ID, same bytes) answered without storing them again.",
 	})
 	reg.MustRegister(deferredWait, duplicates)
+	smtpMetrics, httpMetrics := smtp.NewMetrics(reg), api.NewMetrics(reg)
 	if s.db, err = store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
@@ -161,6 +178,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		return nil, err
 	}
 	db := s.db
+	registerServerMetrics(reg, db, filepath.Join(c.Data, "inboxd.db"))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "inboxd_deferred_messages",
 		Help: "Inbound messages waiting in the deferred parent lookup.",
@@ -222,19 +240,28 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Accept:           c.Accept,
 		Domains:          c.Domains,
 		Logger:           log,
+		Metrics:          smtpMetrics,
 	}, db)
-	s.hooks = webhook.NewWorker(db, webhook.WorkerConfig{
+	s.hooks = webhook.NewWorker(db, webhook.WorkerConfig{Metrics: webhook.NewMetrics(reg),
 		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0],
 		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
 	})
-	handler := api.New(ops, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg,
-		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout})
+	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, HTTPMetrics: httpMetrics,
+		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout}
+	if s.metricsLn != nil {
+		// /metrics on its own listener only: not beside the public API.
+		apiCfg.Metrics = nil
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	handler := api.New(ops, apiCfg)
 	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Version: strings.Fields(buildVersion())[0], Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp", httpMetrics.Handler("/mcp", mcpHandler))
 	mux.Handle("/", handler)
 	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
 	// has its own bound (api.Config.BodyTimeout), MCP responses a write
@@ -271,11 +298,14 @@ func (s *server) Run(ctx context.Context) error {
 		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.tls) })
 	}
 	start("http", func() error { return serveHTTP(s.http, s.httpLn) })
+	if s.metrics != nil {
+		start("metrics", func() error { return serveHTTP(s.metrics, s.metricsLn) })
+	}
 	if s.debug != nil {
 		start("debug", func() error { return serveHTTP(s.debug, s.debugLn) })
 		s.log.Info("pprof", "addr", s.DebugAddr())
 	}
-	s.log.Info("inboxd started", "version", buildVersion(), "smtp", s.SMTPAddr(), "smtps", s.SMTPSAddr(), "http", s.HTTPAddr(),
+	s.log.Info("inboxd started", "version", buildVersion(), "smtp", s.SMTPAddr(), "http", s.HTTPAddr(), "smtps", s.SMTPSAddr(),
 		"data", s.cfg.Data, "project", s.project)
 
 	var runErr error
@@ -302,8 +332,10 @@ func (s *server) Run(ctx context.Context) error {
 		}
 	})
 	transports.Wait()
-	if s.debug != nil {
-		s.debug.Close()
+	for _, srv := range []*http.Server{s.debug, s.metrics} {
+		if srv != nil {
+			srv.Close()
+		}
 	}
 	stopWorker()
 	wg.Wait()
@@ -331,7 +363,7 @@ func (s *server) Close() error {
 			first = err
 		}
 	}
-	for _, l := range []net.Listener{s.debugLn, s.httpLn, s.smtpLn, s.smtpsLn} {
+	for _, l := range []net.Listener{s.debugLn, s.metricsLn, s.httpLn, s.smtpLn, s.smtpsLn} {
 		if l != nil {
 			keep(l.Close())
 		}

@@ -28,9 +28,13 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (413 above it).
 	MaxBodyBytes int64
 	// Now is the clock of the thread-page cache.
-	Now     func() time.Time
-	Logger  *slog.Logger
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Metrics, when set, is served at /metrics.
 	Metrics prometheus.Gatherer
+	// HTTPMetrics, when set, counts every request by route, method and
+	// status (NewMetrics).
+	HTTPMetrics *Metrics
 	// MaxSendBytes bounds a send request body (attachments arrive base64).
 	MaxSendBytes int64
 	// Draining, once closed, says the server is shutting down: /readyz
@@ -66,9 +70,6 @@ func New(ops *app.App, cfg Config) http.Handler {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = prometheus.NewRegistry()
-	}
 	if cfg.MaxSendBytes == 0 {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
@@ -80,6 +81,9 @@ func New(ops *app.App, cfg Config) http.Handler {
 // routes is every route of the server, in one place.
 func (s *Server) routes(cfg Config) http.Handler {
 	r := chi.NewRouter()
+	if cfg.HTTPMetrics != nil {
+		r.Use(cfg.HTTPMetrics.middleware)
+	}
 	r.Use(bodyDeadline(cfg.BodyTimeout))
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, app.ErrNotFound) })
@@ -87,7 +91,9 @@ func (s *Server) routes(cfg Config) http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	if cfg.Metrics != nil { // nil with --metrics-addr: served there alone
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	}
 	r.Get("/v1/openapi.json", s.openapi)
 
 	r.Group(func(r chi.Router) {

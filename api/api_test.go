@@ -17,6 +17,7 @@ import (
 	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // clock is the injectable clock of the tests.
@@ -76,6 +77,9 @@ func newEnvWith(t testing.TB, cfg Config, ac app.Config, opts ...func(*store.Opt
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry() // as the server does without --metrics-addr
 	}
 	if ac.Now == nil {
 		ac.Now = cfg.Now

@@ -75,6 +75,8 @@ type Config struct {
 	// Spool holds a message that outgrows memory while it is received and
 	// parsed; nil keeps every message in memory.
 	Spool *spool.Dir
+	// Metrics, when set, counts sessions, messages, bytes and refusals.
+	Metrics *Metrics
 	// Submitter takes mail from sessions authenticated with an API key that
 	// has messages:send and addresses recipients outside the gateway; nil
 	// refuses such recipients like any unknown address.
@@ -193,7 +195,12 @@ func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
 	}
 	lc := connOf(c)
 	lc.attach(c)
-	return &session{s: s, conn: c, lc: lc, remoteIP: remote}, nil
+	ss := &session{s: s, conn: c, lc: lc, remoteIP: remote}
+	if m := s.cfg.Metrics; m != nil {
+		m.sessions.Inc()
+		return meteredSession{ss, m}, nil
+	}
+	return ss, nil
 }
 
 type session struct {

@@ -429,3 +429,28 @@ func (db *DB) DeliveriesOf(ctx context.Context, messageIDs []string) (map[string
 	}
 	return out, rows.Err()
 }
+
+// DeliveryCounts counts the mail delivery queue's rows by status (the
+// outbound metrics of SPEC §13): queued and deferred are waiting, the
+// rest final.
+func (db *DB) DeliveryCounts(ctx context.Context) (map[string]int64, error) {
+	return db.countBy(ctx, `SELECT status, count(*) FROM deliveries GROUP BY status`)
+}
+
+// countBy reads a two-column (key, count) query into a map.
+func (db *DB) countBy(ctx context.Context, query string) (map[string]int64, error) {
+	rows, err := db.r.QueryContext(ctx, query)
+	type kv struct {
+		k string
+		n int64
+	}
+	list, err := scanAll(rows, err, "count", func(r rowScanner) (v kv, err error) { return v, r.Scan(&v.k, &v.n) })
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(list))
+	for _, v := range list {
+		out[v.k] = v.n
+	}
+	return out, nil
+}

@@ -589,3 +589,9 @@ func (db *DB) RetryWebhookDelivery(ctx context.Context, projectID, endpointID, d
 	}
 	return db.GetWebhookDelivery(ctx, projectID, endpointID, deliveryID)
 }
+
+// WebhookDeliveryCounts counts the webhook queue's rows by status
+// (pending is its depth).
+func (db *DB) WebhookDeliveryCounts(ctx context.Context) (map[string]int64, error) {
+	return db.countBy(ctx, `SELECT status, count(*) FROM webhook_deliveries GROUP BY status`)
+}

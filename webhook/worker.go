@@ -76,6 +76,8 @@ type WorkerConfig struct {
 	// scheduled delay is scaled by 0.9 + 0.2×Jitter(). math/rand when nil.
 	Jitter func() float64
 	Logger *slog.Logger
+	// Metrics, when set, counts attempts and their latency.
+	Metrics *Metrics
 }
 
 // Worker drains the durable webhook delivery queue.
@@ -266,7 +268,16 @@ func (w *Worker) attempt(ctx context.Context, c store.WebhookDeliveryClaim) stor
 	if err != nil {
 		a.Error = err.Error()
 	}
-	return w.decide(c, a, retryAfter, err)
+	o := w.decide(c, a, retryAfter, err)
+	outcome := "retry"
+	switch o.Status {
+	case store.WebhookDelivered:
+		outcome = "delivered"
+	case store.WebhookFailed:
+		outcome = "failed"
+	}
+	w.cfg.Metrics.observe(code, outcome, a.Duration.Seconds())
+	return o
 }
 
 // record stores results until the channel closes, taking everything that
