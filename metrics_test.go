@@ -126,6 +126,13 @@ func TestMetricsCountTraffic(t *testing.T) {
 	if m[`inboxd_smtp_received_bytes_total`] < 12*float64(len(mail(0))) {
 		t.Errorf("received bytes %v for 12 messages of %d", m[`inboxd_smtp_received_bytes_total`], len(mail(0)))
 	}
+	// 10 message.received, 1 message.queued, 1 message.captured.
+	if got := m[`inboxd_events_total`]; got != 12 {
+		t.Errorf("inboxd_events_total = %v, want 12", got)
+	}
+	if m[`inboxd_ingest_batch_size_count`] < 1 || m[`inboxd_ingest_batch_size_sum`] < 11 {
+		t.Errorf("group commits: %v batches of %v requests in all", m[`inboxd_ingest_batch_size_count`], m[`inboxd_ingest_batch_size_sum`])
+	}
 	if m[`inboxd_database_size_bytes`] <= 0 {
 		t.Error("no database size")
 	}

@@ -168,12 +168,18 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Name: "inboxd_duplicates_total",
 		Help: "Duplicate deliveries (same Message-ID, same bytes) answered without storing them again.",
 	})
-	reg.MustRegister(deferredWait, duplicates)
+	batches := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "inboxd_ingest_batch_size",
+		Help:    "Requests (ingests and sends) committed by one group commit (one fsync).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+	})
+	reg.MustRegister(deferredWait, duplicates, batches)
 	smtpMetrics, httpMetrics := smtp.NewMetrics(reg), api.NewMetrics(reg)
 	if s.db, err = store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
 		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
+		OnBatch: func(n int) { batches.Observe(float64(n)) },
 	}); err != nil {
 		return nil, err
 	}

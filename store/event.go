@@ -243,3 +243,12 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 	}
 	return seq.Int64, nil
 }
+
+// EventsAppended is how many events the log has ever held: the last
+// sequence number AUTOINCREMENT handed out (a counter: deleting events
+// never lowers it).
+func (db *DB) EventsAppended(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`).Scan(&n)
+	return n, err
+}

@@ -67,6 +67,9 @@ type Options struct {
 	// OnDeferredStored, when set, is told how long each deferred message
 	// waited before it was stored (for a metric).
 	OnDeferredStored func(waited time.Duration)
+	// OnBatch, when set, is called after every group commit with the
+	// number of requests (ingests, sends) it committed.
+	OnBatch func(n int)
 	// OnDuplicate, when set, is called once per duplicate delivery that
 	// was not stored (for a metric).
 	OnDuplicate func()
@@ -95,6 +98,7 @@ type DB struct {
 	stopped          chan struct{}  // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
 	onDuplicate      func()
+	onBatch          func(n int)
 	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
@@ -173,7 +177,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
-		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates,
+		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch,
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),

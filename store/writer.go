@@ -179,6 +179,8 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 	})
 	if batch == nil { // the transaction did not begin
 		batch, errs = []*writeReq{first}, []error{nil}
+	} else if err == nil && db.onBatch != nil {
+		db.onBatch(len(batch))
 	}
 	for i, req := range batch {
 		if req.release != nil {
