@@ -113,6 +113,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)                                          // messages:read
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)                                // messages:read
 			r.Post("/inboxes/{inbox_id}/messages", s.send)                                                  // messages:send
+			r.Delete("/inboxes/{inbox_id}/messages", s.deleteInboxMessages)                                 // messages:delete
 			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)                          // messages:delete
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)                              // messages:read
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)                                // messages:raw
