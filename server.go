@@ -25,6 +25,7 @@ import (
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/spool"
 	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/web"
 	"github.com/inboxd/inboxd/webhook"
 )
 
@@ -211,11 +212,16 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + version,
 		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
 	})
+	// The console (web) serves / and /console/…, and its page calls the
+	// API with its session cookie: the same routes and checks as any
+	// client.
+	console := web.New(ops, web.Config{Logger: log, Draining: s.draining})
 	handler := api.New(ops, api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg,
-		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout})
-	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
-	// has its own bound (api.Config.BodyTimeout).
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout, Session: console.Authenticate})
+	// No ReadTimeout or WriteTimeout: they would cut long-polls and the
+	// console's event stream. The body has its own bound
+	// (api.Config.BodyTimeout); the stream bounds each write.
+	s.http = &http.Server{Handler: console.Handler(handler), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
 

@@ -40,6 +40,11 @@ type Config struct {
 	// BodyTimeout bounds the time a request body may take to arrive; 0
 	// leaves it unbounded.
 	BodyTimeout time.Duration
+	// Session, when set, authenticates a request that has no
+	// Authorization header: the web console's, by its session cookie
+	// (web.Console.Authenticate, which also checks the origin of
+	// state-changing requests).
+	Session func(*http.Request) (app.Caller, int64, error)
 }
 
 // Server serves the API.
@@ -50,6 +55,7 @@ type Server struct {
 	maxSendBody int64
 
 	draining <-chan struct{} // for readyz
+	session  func(*http.Request) (app.Caller, int64, error)
 
 	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 }
@@ -72,7 +78,7 @@ func New(ops *app.App, cfg Config) http.Handler {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
 	s := &Server{app: ops, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxSendBody: cfg.MaxSendBytes,
-		draining: cfg.Draining, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		draining: cfg.Draining, session: cfg.Session, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	return s.routes(cfg)
 }
 
