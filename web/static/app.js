@@ -60,16 +60,19 @@ async function route() {
   for (const [re, render] of routes) {
     const m = path.match(re);
     if (!m) continue;
-    clear(main);
+    // Each view renders into a root of its own: one still loading when
+    // another replaces it fills a root that is no longer shown.
+    const root = h('div', { class: 'view' });
+    clear(main).append(root);
     const args = m.slice(1).map(decodeURIComponent);
     try {
-      const view = await render(main, { args, params, go, stale: () => gen !== generation });
+      const view = await render(root, { args, params, go });
       if (gen === generation) current = view || {};
       else if (view && view.dispose) view.dispose();
     } catch (err) {
       if (gen !== generation) return;
       if (err instanceof ApiError && err.status === 401) return; // signed out meanwhile
-      clear(main).append(h('p', { class: 'notice error', role: 'alert' }, err.message));
+      clear(root).append(h('p', { class: 'notice error', role: 'alert' }, err.message));
       current = {};
     }
     return;
@@ -90,6 +93,7 @@ function renderNav(path) {
 // it from the last event's id after a drop (Last-Event-ID), and the
 // server ends it when the session ends.
 let source = null;
+let lastId = ''; // the cursor of the last event seen: where a new stream resumes
 const live = document.getElementById('live');
 
 function setLive(text, state) {
@@ -104,18 +108,19 @@ function connect() {
     live.title = 'Live updates need the scope events:read, which this API key lacks; reload to see new mail.';
     return;
   }
-  const es = new EventSource('/console/events');
+  const es = new EventSource('/console/events' + (lastId ? '?after=' + encodeURIComponent(lastId) : ''));
   source = es;
   live.title = 'New mail, events and delivery updates appear as they happen.';
   setLive('connecting…', 'connecting');
   es.onopen = () => setLive('live', 'on');
   es.onmessage = (m) => {
     let ev;
+    if (m.lastEventId) lastId = m.lastEventId;
     try { ev = JSON.parse(m.data); } catch { return; }
     document.dispatchEvent(new CustomEvent('inboxd:event', { detail: ev }));
     if (current && current.onEvent) current.onEvent(ev);
   };
-  es.addEventListener('reset', () => { if (current) route(); });
+  es.addEventListener('reset', () => { lastId = ''; if (current) route(); });
   es.addEventListener('ended', () => { es.close(); ended(); });
   es.onerror = () => {
     if (es.readyState === EventSource.CLOSED) {
@@ -149,6 +154,7 @@ function showSignIn(message) {
 
 function signedIn(s) {
   session.current = s;
+  lastId = '';
   document.getElementById('top').hidden = false;
   document.getElementById('keyname').textContent = s.name || s.key_id;
   document.getElementById('keyname').title = 'Signed in with API key ' + s.key_id + ' (' + s.scopes.join(' ') + ')';
@@ -170,6 +176,11 @@ document.getElementById('signout').addEventListener('click', async () => {
 
 session.onEnded = ended;
 window.addEventListener('hashchange', route);
+// A page left for another (kept in the back/forward cache) gives its
+// stream's connection back: browsers allow only six per server, and
+// each console page would otherwise hold one. It resumes on return.
+window.addEventListener('pagehide', disconnect);
+window.addEventListener('pageshow', (e) => { if (e.persisted && session.current) connect(); });
 
 // The keyboard: j/k move through the items of a list, Enter opens the
 // selected one, / searches, Esc goes back (or leaves a field).

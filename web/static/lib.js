@@ -117,17 +117,27 @@ export async function everything(path, max = 20) {
 
 // Formatting.
 
+// The formatters are made once: toLocale…String makes one at every call,
+// which a 200-message thread would feel.
+const dayTime = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' });
+const monthDay = new Intl.DateTimeFormat([], { month: 'short', day: 'numeric' });
+const fullDate = new Intl.DateTimeFormat([], { year: 'numeric', month: 'short', day: 'numeric' });
+const full = new Intl.DateTimeFormat([], { dateStyle: 'medium', timeStyle: 'medium' });
+
 export function when(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   const now = new Date();
-  const sameDay = d.toDateString() === now.toDateString();
-  return sameDay ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
-    : d.toLocaleDateString([], { year: d.getFullYear() === now.getFullYear() ? undefined : 'numeric', month: 'short', day: 'numeric' });
+  if (d.toDateString() === now.toDateString()) return dayTime.format(d);
+  return (d.getFullYear() === now.getFullYear() ? monthDay : fullDate).format(d);
+}
+
+export function fullTime(iso) {
+  return iso ? full.format(new Date(iso)) : '';
 }
 
 export function timeEl(iso) {
-  return iso ? h('time', { datetime: iso, title: new Date(iso).toLocaleString() }, when(iso)) : '';
+  return iso ? h('time', { datetime: iso, title: fullTime(iso) }, when(iso)) : '';
 }
 
 export function addr(a) {

@@ -76,10 +76,17 @@ export async function render(main) {
 
   await load();
   let timer = null;
+  let reload = false;
   return {
-    onEvent() {
+    onEvent(ev) {
+      // Mail to a new address can create an inbox (--accept domain, any).
+      if (ev.data && ev.data.inbox_id && !counts.has(ev.data.inbox_id)) reload = true;
       clearTimeout(timer);
-      timer = setTimeout(refreshCounts, 150);
+      timer = setTimeout(() => {
+        const all = reload;
+        reload = false;
+        if (all) load(); else refreshCounts();
+      }, 150);
     },
     dispose() { clearTimeout(timer); },
   };

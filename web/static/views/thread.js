@@ -1,7 +1,7 @@
 // A thread in sequence order: each message with its HTML (in a sandboxed
 // frame), text, extracted text, headers and raw source, its attachments,
 // its recipients' delivery status; reply and delete.
-import { h, clear, api, enc, get, request, query, has, badge, errorBox, needScope, confirmDialog, run, toast, timeEl, when,
+import { h, clear, api, enc, get, request, query, has, badge, errorBox, needScope, confirmDialog, run, toast, timeEl, when, fullTime,
   addr, addrs, size, userText, idempotencyKey } from '../lib.js';
 import { inboxHeader } from './threads.js';
 
@@ -12,23 +12,25 @@ const frameSandbox = 'allow-popups allow-popups-to-escape-sandbox';
 export async function render(main, { args, params }) {
   const [inboxId, threadId] = args;
   const base = api('/inboxes/' + enc(inboxId));
-  const head = await inboxHeader(inboxId, 'threads', null);
-  main.append(head);
-  if (!has('messages:read')) {
+  // The head, the thread and its messages are asked for at once.
+  const threadRow = has('threads:read') ? get(base + '/threads/' + enc(threadId)) : Promise.resolve(null);
+  threadRow.catch(() => {}); // answered below
+  const messages = has('messages:read') ? fetchAll() : null;
+  if (messages) messages.catch(() => {});
+  main.append(await inboxHeader(inboxId, 'threads', null));
+  if (!messages) {
     main.append(needScope('messages:read', 'Reading a thread'));
     return { back: '#/inbox/' + enc(inboxId) };
   }
   const title = h('h2', { class: 'thread-subject', dir: 'auto' });
   const list = h('div', { class: 'messages', role: 'list', 'aria-label': 'Messages in sequence order' });
   main.append(title, list);
-  if (has('threads:read')) {
-    try {
-      const t = await get(base + '/threads/' + enc(threadId));
-      title.textContent = t.subject || '(no subject)';
-    } catch (err) {
-      clear(list).append(errorBox(err));
-      return { back: '#/inbox/' + enc(inboxId) };
-    }
+  try {
+    const t = await threadRow;
+    if (t) title.textContent = t.subject || '(no subject)';
+  } catch (err) {
+    clear(list).append(errorBox(err));
+    return { back: '#/inbox/' + enc(inboxId) };
   }
 
   const cards = new Map(); // message id → card
@@ -46,7 +48,7 @@ export async function render(main, { args, params }) {
 
   let msgs;
   try {
-    msgs = await fetchAll();
+    msgs = await messages;
   } catch (err) {
     list.append(errorBox(err));
     return { back: '#/inbox/' + enc(inboxId) };
@@ -142,7 +144,7 @@ function card(base, inboxId, m, { onReply, onDeleted }) {
       h('dt', {}, 'To'), userText('dd', addrs(m.to)),
       m.cc.length ? [h('dt', {}, 'Cc'), userText('dd', addrs(m.cc))] : null,
       m.bcc.length ? [h('dt', {}, 'Bcc'), userText('dd', addrs(m.bcc))] : null,
-      h('dt', {}, 'Date'), h('dd', {}, new Date(m.created_at).toLocaleString()),
+      h('dt', {}, 'Date'), h('dd', {}, fullTime(m.created_at)),
       h('dt', {}, 'Message-ID'), userText('dd', m.rfc_message_id + (m.rfc_message_id_generated ? ' (generated)' : ''), { class: 'mono' }),
       m.parse_error ? [h('dt', {}, 'Parse error'), userText('dd', m.parse_error, { class: 'error-text' })] : null));
     const panels = h('div', { class: 'panels' });
