@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -368,6 +369,46 @@ func serveLoopback(t *testing.T, handler http.HandlerFunc) string {
 	return l.Addr().String()
 }
 
+// tcpProxy forwards a loopback port to target; cut closes every
+// connection it carries (new ones are still taken).
+func tcpProxy(t *testing.T, target string) (addr string, cut func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	cut = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+		conns = nil
+	}
+	t.Cleanup(func() { l.Close(); cut() })
+	return l.Addr().String(), cut
+}
+
 // Every flow of the console a person goes through, in one browser.
 func TestConsoleFlows(t *testing.T) {
 	s := startConsoleServer(t, "--webhook-retry-schedule", "1h")
@@ -510,6 +551,11 @@ func TestConsoleFlows(t *testing.T) {
 		if text := eval[string](tb, `document.querySelector('.delivery .attempts').innerText`); !strings.Contains(text, "500") || !strings.Contains(text, "receiver down for maintenance") {
 			t.Errorf("the failed attempt is not shown: %s", text)
 		}
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		if hooks.hits != 2 {
+			t.Errorf("the receiver got %d requests, want 2 (the failed attempt and the retry)", hooks.hits)
+		}
 	})
 
 	t.Run("search and the keyboard", func(t *testing.T) {
@@ -533,6 +579,69 @@ func TestConsoleFlows(t *testing.T) {
 		tb.wait("the thread opened", `location.hash.includes('/thread/') && document.querySelector('article.message')`)
 		tb.do(chromedp.KeyEvent(kb.Escape))
 		tb.wait("back to the list", `/^#\/inbox\/[^/]+$/.test(location.hash)`)
+	})
+
+	t.Run("a dropped stream reconnects and catches up", func(t *testing.T) {
+		tb.t = t
+		// The page through a proxy whose connections the test cuts (the
+		// cookie is the host's, whatever the port).
+		proxy, cut := tcpProxy(t, s.http)
+		tb.do(chromedp.Navigate("http://" + proxy + "/#/inbox/" + s.inbox))
+		tb.wait("the thread list, live", `document.querySelector('.thread') && document.getElementById('live').dataset.state === 'on'`)
+		cut()
+		tb.wait("the stream dropped", `document.getElementById('live').dataset.state !== 'on'`)
+		s.mail(t, "inbox@localhost", mailFrom("Di <di@example.com>", "away@example.com", "While you were away", "Sent while the stream was down."))
+		tb.wait("the mail it missed", `[...document.querySelectorAll('.thread .title')].some(e => e.textContent === 'While you were away')`)
+		tb.wait("the stream back", `document.getElementById('live').dataset.state === 'on'`)
+		tb.do(chromedp.Navigate(s.base + "/#/inbox/" + s.inbox))
+		tb.wait("the console again", `document.querySelector('.thread')`)
+	})
+
+	t.Run("API keys and webhook endpoints, their secrets shown once", func(t *testing.T) {
+		tb.t = t
+		tb.hash("#/keys")
+		tb.typeInto("form.card input[name=name]", "ci")
+		tb.click("form.card button", "Create key")
+		tb.wait("the token, once", `document.querySelector('dialog input.secret') && document.querySelector('dialog input.secret').value.startsWith('inboxd_')`)
+		token := eval[string](tb, `document.querySelector('dialog input.secret').value`)
+		tb.click("dialog button", "Done")
+		tb.wait("the key listed", `[...document.querySelectorAll('.row strong')].some(e => e.textContent === 'ci')`)
+		if strings.Contains(tb.text(), token) {
+			t.Error("the token is still shown")
+		}
+		me := func() int {
+			req, _ := http.NewRequest("GET", s.base+"/v1/me", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if got := me(); got != http.StatusOK {
+			t.Fatalf("the new key: %d", got)
+		}
+		eval[chromedp.Void](tb, `[...document.querySelectorAll('.row')].find(r => r.querySelector('strong').textContent === 'ci').querySelector('button.danger').click()`)
+		tb.click("dialog button", "Revoke")
+		tb.wait("the key gone", `![...document.querySelectorAll('.row strong')].some(e => e.textContent === 'ci')`)
+		if got := me(); got != http.StatusUnauthorized {
+			t.Errorf("the revoked key: %d", got)
+		}
+
+		tb.hash("#/webhooks")
+		tb.typeInto("form.card input[name=url]", "http://127.0.0.1:9/console-made")
+		tb.click("form.card button", "Create endpoint")
+		tb.wait("the secret, once", `document.querySelector('dialog input.secret') && document.querySelector('dialog input.secret').value.startsWith('whsec_')`)
+		tb.click("dialog button", "Done")
+		row := `[...document.querySelectorAll('.row')].find(r => r.textContent.includes('console-made'))`
+		tb.wait("the endpoint listed, enabled", row+` && `+row+`.querySelector('.badge.on')`)
+		eval[chromedp.Void](tb, row+`.querySelector('.row-actions button').click()`) // Disable
+		tb.wait("the endpoint disabled", row+` && `+row+`.querySelector('.badge.off')`)
+		eval[chromedp.Void](tb, `[...`+row+`.querySelectorAll('button')].find(b => b.textContent === 'Rotate secret').click()`)
+		tb.click("dialog button", "Rotate")
+		tb.wait("the new secret", `document.querySelector('dialog input.secret') && document.querySelector('dialog input.secret').value.startsWith('whsec_')`)
+		tb.click("dialog button", "Done")
 	})
 
 	t.Run("clear an inbox", func(t *testing.T) {

@@ -63,11 +63,15 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		bw.WriteString(s)
 		return bw.Flush() == nil && rc.Flush() == nil
 	}
-	// retry: how soon the browser reconnects after the stream ends.
+	// retry: how soon the browser reconnects after the stream ends. The
+	// stream's starting position comes first, as the id of an event of
+	// its own: a browser that loses the stream before any event came
+	// resumes from there, not from wherever the log ends by then.
 	first := "retry: 2000\n\n"
 	if reset {
 		first += "event: reset\ndata: {}\n\n"
 	}
+	first += "id: " + after + "\nevent: ready\ndata: {}\n\n"
 	if !send(first) {
 		return
 	}

@@ -434,6 +434,10 @@ func TestEventStream(t *testing.T) {
 		return sse{}
 	}
 	ch, cancel := open("")
+	ready := next(ch)
+	if ready.event != "ready" || ready.id == "" {
+		t.Fatalf("the stream starts with %+v, want its position", ready)
+	}
 	first := e.deliver(ib, "Message-ID: <one@x>\r\nSubject: 1\r\n\r\n1\r\n")
 	ev := next(ch)
 	var env struct {
@@ -451,6 +455,9 @@ func TestEventStream(t *testing.T) {
 	second := e.deliver(ib, "Message-ID: <two@x>\r\nSubject: 2\r\n\r\n2\r\n")
 	ch, cancel = open(ev.id)
 	defer cancel()
+	if r := next(ch); r.event != "ready" || r.id != ev.id {
+		t.Fatalf("the resumed stream starts with %+v, want %s", r, ev.id)
+	}
 	if err := json.Unmarshal([]byte(next(ch).data), &env); err != nil || env.Data.MessageID != second.MessageID {
 		t.Fatalf("resumed: %+v %v", env, err)
 	}

@@ -120,6 +120,7 @@ function connect() {
     document.dispatchEvent(new CustomEvent('inboxd:event', { detail: ev }));
     if (current && current.onEvent) current.onEvent(ev);
   };
+  es.addEventListener('ready', (m) => { if (m.lastEventId) lastId = m.lastEventId; });
   es.addEventListener('reset', () => { lastId = ''; if (current) route(); });
   es.addEventListener('ended', () => { es.close(); ended(); });
   es.onerror = () => {
