@@ -28,6 +28,7 @@ import (
 	"github.com/inboxd/inboxd/smtp"
 	"github.com/inboxd/inboxd/spool"
 	"github.com/inboxd/inboxd/store"
+	"github.com/inboxd/inboxd/web"
 	"github.com/inboxd/inboxd/webhook"
 )
 
@@ -252,8 +253,12 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		RetrySchedule: c.WebhookRetrySchedule, DenyPrivate: c.WebhookDenyPrivate, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0],
 		ShutdownGrace: min(10*time.Second, c.ShutdownTimeout), Logger: log,
 	})
+	// The console (web) serves / and /console/…, and its page calls the
+	// API with its session cookie: the same routes and checks as any
+	// client.
+	console := web.New(ops, web.Config{Logger: log, Draining: s.draining})
 	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, HTTPMetrics: httpMetrics,
-		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout}
+		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout, Session: console.Authenticate}
 	if s.metricsLn != nil {
 		// /metrics on its own listener only: not beside the public API.
 		apiCfg.Metrics = nil
@@ -268,9 +273,10 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", httpMetrics.Handler("/mcp", mcpHandler))
-	mux.Handle("/", handler)
-	// No ReadTimeout or WriteTimeout: they would cut long-polls. The body
-	// has its own bound (api.Config.BodyTimeout), MCP responses a write
+	mux.Handle("/", console.Handler(handler))
+	// No ReadTimeout or WriteTimeout: they would cut long-polls and the
+	// console's event stream. The body has its own bound
+	// (api.Config.BodyTimeout), MCP responses and the stream's writes a
 	// deadline each.
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil

@@ -45,6 +45,11 @@ type Config struct {
 	// BodyTimeout bounds the time a request body may take to arrive; 0
 	// leaves it unbounded.
 	BodyTimeout time.Duration
+	// Session, when set, authenticates a request that has no
+	// Authorization header: the web console's, by its session cookie
+	// (web.Console.Authenticate, which also checks the origin of
+	// state-changing requests).
+	Session func(*http.Request) (app.Caller, int64, error)
 }
 
 // Server serves the API.
@@ -55,6 +60,7 @@ type Server struct {
 	maxSendBody int64
 
 	draining <-chan struct{} // for readyz
+	session  func(*http.Request) (app.Caller, int64, error)
 
 	pages *readCache[[]byte] // thread-messages pages (threadMessages)
 }
@@ -74,7 +80,7 @@ func New(ops *app.App, cfg Config) http.Handler {
 		cfg.MaxSendBytes = 36 << 20 // 25 MiB of attachments in base64
 	}
 	s := &Server{app: ops, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxSendBody: cfg.MaxSendBytes,
-		draining: cfg.Draining, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
+		draining: cfg.Draining, session: cfg.Session, pages: newReadCache[[]byte](32<<20, time.Minute, cfg.Now)}
 	return s.routes(cfg)
 }
 
@@ -120,6 +126,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 			r.Get("/inboxes/{inbox_id}/messages", s.inboxMessages)                                          // messages:read
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}", s.getMessage)                                // messages:read
 			r.Post("/inboxes/{inbox_id}/messages", s.send)                                                  // messages:send
+			r.Delete("/inboxes/{inbox_id}/messages", s.deleteInboxMessages)                                 // messages:delete
 			r.Delete("/inboxes/{inbox_id}/messages/{message_id}", s.deleteMessage)                          // messages:delete
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/body", s.getBody)                              // messages:read
 			r.Get("/inboxes/{inbox_id}/messages/{message_id}/raw", s.getRaw)                                // messages:raw

@@ -27,14 +27,22 @@ func callerFrom(r *http.Request) app.Caller { return r.Context().Value(ctxKey{})
 func versionFrom(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(authed).version }
 
 // authenticate finds the caller of the request's bearer token
-// (app.Authenticate; 401 without a valid one).
+// (app.Authenticate; 401 without a valid one), or, for a request without
+// an Authorization header, of its console session (Config.Session).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			token = ""
+		header := r.Header.Get("Authorization")
+		authenticate := s.session
+		if header != "" || authenticate == nil {
+			authenticate = func(r *http.Request) (app.Caller, int64, error) {
+				token, ok := strings.CutPrefix(header, "Bearer ")
+				if !ok {
+					token = ""
+				}
+				return s.app.Authenticate(r.Context(), strings.TrimSpace(token))
+			}
 		}
-		c, version, err := s.app.Authenticate(r.Context(), strings.TrimSpace(token))
+		c, version, err := authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -19,34 +19,14 @@ var (
 	errMethod      = &app.Error{Code: app.EInvalidRequest, Message: "Method not allowed on this path."}
 )
 
-// httpStatus is the one table from an outcome to its HTTP status (SPEC
-// §5.1); anything that is not an *app.Error (nor the store's not-found)
-// is ours: 500.
+// httpStatus is the HTTP status of an outcome: app's table (SPEC §5.1,
+// shared with the console); anything that is not an *app.Error (nor the
+// store's not-found) is ours: 500.
 func httpStatus(err error) int {
 	if errors.Is(err, errMethod) {
 		return http.StatusMethodNotAllowed // SPEC §5.1 has no code of its own for it
 	}
-	switch app.ErrorCode(err) {
-	case app.EInvalidRequest, app.EInvalidCursor:
-		return http.StatusBadRequest
-	case app.EUnauthenticated:
-		return http.StatusUnauthorized
-	case app.EPermissionDenied:
-		return http.StatusForbidden
-	case app.ENotFound:
-		return http.StatusNotFound
-	case app.EIdempotencyConflict, app.EConflict:
-		return http.StatusConflict
-	case app.EIdempotencyExpired:
-		return http.StatusUnprocessableEntity
-	case app.EPayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case app.ERateLimited:
-		return http.StatusTooManyRequests
-	case app.ETemporarilyUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	return app.HTTPStatus(app.ErrorCode(err))
 }
 
 // writeError is the one place an outcome becomes an HTTP error: the

@@ -46,6 +46,16 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
+func (s *Server) deleteInboxMessages(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "inbox_id")
+	n, err := s.app.DeleteInboxMessages(r.Context(), callerFrom(r), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"inbox_id": id, "deleted_count": n})
+}
+
 // getBody streams the body object from storage: each part is decompressed,
 // sanitized (html) and JSON-escaped on its way to the client, so a request
 // holds a piece of the packed body and some buffers, never the text

@@ -452,4 +452,5 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 	apr := e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])
 	check("Approval", e.do(e.admin, "POST", apr+"/approve", ""), http.StatusOK)
 	check("Error", e.do(e.admin, "POST", apr+"/reject", `{"reason":"late"}`), http.StatusConflict)
+	check("MessagesDeleted", e.do(e.admin, "DELETE", send, ""), http.StatusOK)
 }

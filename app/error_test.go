@@ -42,3 +42,16 @@ func TestErrorCodeMessageParam(t *testing.T) {
 		})
 	}
 }
+
+// Every code has its status of SPEC §5.1; an unknown one is ours.
+func TestHTTPStatus(t *testing.T) {
+	for code, want := range map[string]int{
+		EInvalidRequest: 400, EInvalidCursor: 400, EUnauthenticated: 401, EPermissionDenied: 403, ENotFound: 404,
+		EIdempotencyConflict: 409, EConflict: 409, EIdempotencyExpired: 422, EPayloadTooLarge: 413, ERateLimited: 429,
+		ETemporarilyUnavailable: 503, EInternal: 500, "": 500, "nope": 500,
+	} {
+		if got := HTTPStatus(code); got != want {
+			t.Errorf("HTTPStatus(%q) = %d, want %d", code, got, want)
+		}
+	}
+}

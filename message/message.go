@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -137,6 +138,31 @@ func ParseReader(r io.Reader, opts Options) (p *Parsed) {
 	p.ParseError = ps.errorString()
 	return p
 }
+
+// OriginalHTML returns the main HTML body of a raw message as it was
+// received (decoded to UTF-8, not sanitized) and whether it has one: the
+// HTML that Parse sanitizes, for what sanitizing removed that a reader may
+// still ask for (remote images, SanitizeFrameTo). Attachments are read
+// past and not kept. Like Parse it never fails.
+func OriginalHTML(raw io.Reader) (html string, ok bool) {
+	ps := &parser{out: &Parsed{}, spill: func() Blob { return &discard{} }}
+	defer func() {
+		if r := recover(); r != nil { // as in ParseReader
+			html, ok = "", false
+		}
+	}()
+	ps.parse(raw)
+	return ps.rawHTML, ps.out.HasHTML
+}
+
+// discard is a Blob that keeps only the length of what it is given.
+type discard struct{ n int64 }
+
+func (d *discard) Write(p []byte) (int, error) { d.n += int64(len(p)); return len(p), nil }
+func (d *discard) Bytes() ([]byte, bool)       { return nil, false }
+func (d *discard) Len() int64                  { return d.n }
+func (d *discard) Reader() io.Reader           { return strings.NewReader("") }
+func (d *discard) Close() error                { return nil }
 
 // Close releases the Large blobs of the attachments.
 func (p *Parsed) Close() error {

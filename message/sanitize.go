@@ -108,18 +108,44 @@ func SanitizeTo(w io.Writer, html io.Reader, cid func(contentID string) (string,
 		// A policy per call: bluemonday's rewriter has no per-call
 		// argument. Building one costs some 50 µs, and only messages
 		// with clean inline parts need it.
-		p = newPolicy(func(u *url.URL) {
-			if u.Scheme != "cid" || u.Opaque == "" {
-				return
-			}
-			target, ok := cid(u.Opaque)
-			if id, err := url.PathUnescape(u.Opaque); !ok && err == nil && id != u.Opaque {
-				target, ok = cid(id)
-			}
-			if ok {
-				*u = url.URL{Path: target}
-			}
-		})
+		p = newPolicy(cidRewriter(cid))
+	}
+	return p.SanitizeReaderToWriter(html, w)
+}
+
+// cidRewriter is the img src rewriter of SanitizeTo for cid.
+func cidRewriter(cid func(contentID string) (string, bool)) func(*url.URL) {
+	if cid == nil {
+		return nil
+	}
+	return func(u *url.URL) {
+		if u.Scheme != "cid" || u.Opaque == "" {
+			return
+		}
+		target, ok := cid(u.Opaque)
+		if id, err := url.PathUnescape(u.Opaque); !ok && err == nil && id != u.Opaque {
+			target, ok = cid(id)
+		}
+		if ok {
+			*u = url.URL{Path: target}
+		}
+	}
+}
+
+// remoteImg is an img src fetched from the network.
+var remoteImg = regexp.MustCompile(`(?i)^\s*https?://`)
+
+// SanitizeFrameTo is SanitizeTo for a page that shows the mail to a person
+// in a sandboxed frame (the web console): links also get rel="noreferrer",
+// and with remoteImages the http(s) images are kept, for a reader who
+// asked to load them (the frame's Content-Security-Policy still decides
+// what may load). html is then the message's original HTML
+// (OriginalHTML): the stored one has lost its remote images to Sanitize.
+func SanitizeFrameTo(w io.Writer, html io.Reader, cid func(contentID string) (string, bool), remoteImages bool) error {
+	p := newPolicy(cidRewriter(cid))
+	p.RequireNoReferrerOnLinks(true)
+	if remoteImages {
+		p.AllowAttrs("src").Matching(remoteImg).OnElements("img")
 	}
 	return p.SanitizeReaderToWriter(html, w)
 }

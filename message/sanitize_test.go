@@ -65,3 +65,42 @@ func TestSanitizeToRewritesCIDImages(t *testing.T) {
 		}
 	}
 }
+
+// The frame's policy is SanitizeTo's plus rel="noreferrer" on links, and,
+// asked for, the remote images SanitizeTo drops; script stays out either
+// way, and cid: images are rewritten as SanitizeTo rewrites them.
+func TestSanitizeFrameTo(t *testing.T) {
+	cid := func(id string) (string, bool) { return "/inline/" + id, id == "logo@x" }
+	const in = `<a href="https://example.com/">x</a><img src="https://t.example/p.gif"><img src="cid:logo@x"><img src="javascript:alert(1)"><script>alert(1)</script>`
+	for _, tc := range []struct {
+		remote bool
+		want   string
+	}{
+		{false, `<a href="https://example.com/" rel="nofollow noreferrer noopener" target="_blank">x</a><img src="/inline/logo@x">`},
+		{true, `<a href="https://example.com/" rel="nofollow noreferrer noopener" target="_blank">x</a><img src="https://t.example/p.gif"><img src="/inline/logo@x">`},
+	} {
+		var b strings.Builder
+		if err := SanitizeFrameTo(&b, strings.NewReader(in), cid, tc.remote); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("remote %v:\n got %s\nwant %s", tc.remote, b.String(), tc.want)
+		}
+	}
+}
+
+// OriginalHTML is the HTML part as sent, decoded, with what Sanitize
+// removes still in it; a message without HTML has none.
+func TestOriginalHTML(t *testing.T) {
+	raw := "Subject: x\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/html; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+		"<p>Gr=FC=DFe</p><img src=3D\"https://t.example/p.gif\">\r\n" +
+		"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n"
+	html, ok := OriginalHTML(strings.NewReader(raw))
+	if !ok || html != "<p>Grüße</p><img src=\"https://t.example/p.gif\">" {
+		t.Errorf("OriginalHTML = %q, %v", html, ok)
+	}
+	if html, ok := OriginalHTML(strings.NewReader("Subject: x\r\n\r\nplain\r\n")); ok || html != "" {
+		t.Errorf("a text message: %q, %v", html, ok)
+	}
+}

@@ -154,3 +154,13 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 	}
 	return db.GetApproval(ctx, inboxID, approvalID)
 }
+
+// PendingApprovals returns how many approvals of an inbox wait for a
+// decision.
+func (db *DB) PendingApprovals(ctx context.Context, inboxID string) (int64, error) {
+	var n int64
+	if err := db.readRow(ctx, `SELECT count(*) FROM approvals WHERE inbox_id = ? AND status = 'pending'`, inboxID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pending approvals: %w", err)
+	}
+	return n, nil
+}

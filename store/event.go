@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -163,16 +164,9 @@ const sqlEventWindow = `SELECT seq, inbox_id, type, created_at, environment, m, 
 	SELECT seq, coalesce(inbox_id, '') AS inbox_id, type, created_at, environment, body, (%s) AS m
 	FROM events WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?)`
 
-// Events returns up to limit events after f.After, in log order.
-func (db *DB) Events(ctx context.Context, f EventFilter, limit int) ([]Event, error) {
-	p, err := db.EventLog(ctx, f, limit)
-	return p.Events, err
-}
-
-// EventLog reads the log after f.After: up to limit matching events,
-// examining at most f.Scan events, and the position it reached (SPEC §8:
-// the cursor advances past the events a filtered page skipped).
-func (db *DB) EventLog(ctx context.Context, f EventFilter, limit int) (EventPage, error) {
+// match is the condition (and its arguments) of the filter's types and
+// inboxes.
+func (f EventFilter) match() (string, []any) {
 	match, args := "1", []any{}
 	if len(f.Types) > 0 {
 		b, _ := json.Marshal(f.Types)
@@ -184,6 +178,20 @@ func (db *DB) EventLog(ctx context.Context, f EventFilter, limit int) (EventPage
 		match += ` AND inbox_id IN (SELECT value FROM json_each(?))`
 		args = append(args, string(b))
 	}
+	return match, args
+}
+
+// Events returns up to limit events after f.After, in log order.
+func (db *DB) Events(ctx context.Context, f EventFilter, limit int) ([]Event, error) {
+	p, err := db.EventLog(ctx, f, limit)
+	return p.Events, err
+}
+
+// EventLog reads the log after f.After: up to limit matching events,
+// examining at most f.Scan events, and the position it reached (SPEC §8:
+// the cursor advances past the events a filtered page skipped).
+func (db *DB) EventLog(ctx context.Context, f EventFilter, limit int) (EventPage, error) {
+	match, args := f.match()
 	window := -1 // SQLite: no limit
 	if f.Scan > 0 {
 		window = f.Scan + 1 // one more, to know whether the log goes on
@@ -251,4 +259,37 @@ func (db *DB) EventsAppended(ctx context.Context) (int64, error) {
 	var n int64
 	err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`).Scan(&n)
 	return n, err
+}
+
+// EventsBefore returns up to limit of the matching events of f before the
+// position before (0: from the end of the log), newest first, and whether
+// older matching events exist (f.After and f.Scan are not used).
+func (db *DB) EventsBefore(ctx context.Context, f EventFilter, before int64, limit int) ([]Event, bool, error) {
+	match, args := f.match()
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, coalesce(inbox_id, ''), type, created_at, environment, body FROM events
+		WHERE project_id = ? AND seq < ? AND `+match+` ORDER BY seq DESC LIMIT ?`, append(append([]any{f.ProjectID, before}, args...), limit+1)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("events before: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.InboxID, &e.Type, &at, &e.Environment, &e.Body); err != nil {
+			return nil, false, fmt.Errorf("events before: %w", err)
+		}
+		e.OccurredAt = fromMS(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("events before: %w", err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }

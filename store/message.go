@@ -99,6 +99,38 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 	})
 }
 
+// DeleteInboxMessages soft-deletes every message of an inbox that is not
+// deleted yet, as DeleteMessage does each one, in one transaction: they
+// leave lists and search, and every thread of the inbox drops to no
+// message (so it leaves the thread list too). It returns how many it
+// deleted. The inbox, its threads' ids and missing-parent links stay, so a
+// reply to a deleted message still joins its thread, and a redelivered
+// message is stored again (sqlFindIDs).
+func (db *DB) DeleteInboxMessages(ctx context.Context, inboxID string) (int64, error) {
+	var n int64
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		// The contentless FTS table has no foreign key: its rows go first,
+		// while the messages still tell which they are.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN
+			(SELECT rowid FROM messages WHERE inbox_id = ? AND deleted_at IS NULL)
+			AND rowid <= (SELECT indexed_through FROM search_index)`, inboxID); err != nil {
+			return fmt.Errorf("delete inbox messages' search rows: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE messages SET deleted_at = ? WHERE inbox_id = ? AND deleted_at IS NULL`, ms(db.now()), inboxID)
+		if err != nil {
+			return fmt.Errorf("delete inbox messages: %w", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("delete inbox messages: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = 0 WHERE inbox_id = ? AND message_count <> 0`, inboxID); err != nil {
+			return fmt.Errorf("delete inbox messages: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}
+
 // blobChunk is how much of a large blob one query reads when streaming.
 const blobChunk = 1 << 20
 

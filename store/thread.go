@@ -134,3 +134,15 @@ func (db *DB) ThreadPage(ctx context.Context, threadID string, after *SeqKey, af
 	args = append(args, limit)
 	return db.queryMessages(ctx, "thread page", b.String(), args...)
 }
+
+// ThreadCounts returns how many threads of an inbox have messages, and how
+// many messages they hold (deleted ones are not counted; held deferred mail
+// is in no thread yet).
+func (db *DB) ThreadCounts(ctx context.Context, inboxID string) (threads, messages int64, err error) {
+	err = db.readRow(ctx, `SELECT count(*), coalesce(sum(message_count), 0) FROM threads WHERE inbox_id = ? AND message_count > 0`,
+		inboxID).Scan(&threads, &messages)
+	if err != nil {
+		return 0, 0, fmt.Errorf("thread counts: %w", err)
+	}
+	return threads, messages, nil
+}

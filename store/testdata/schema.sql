@@ -1,10 +1,16 @@
--- user_version = 10
+-- user_version = 11
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
 
 -- index attachments_message
 CREATE INDEX attachments_message ON attachments(message_id, position);
+
+-- index console_sessions_expiry
+CREATE INDEX console_sessions_expiry ON console_sessions(expires_at);
+
+-- index console_sessions_key
+CREATE INDEX console_sessions_key ON console_sessions(key_id);
 
 -- index deferred_messages_inbox
 CREATE INDEX deferred_messages_inbox ON deferred_messages(inbox_id, raw_sha256);
@@ -110,6 +116,14 @@ CREATE TABLE bodies (
 	html           TEXT,
 	extracted_text TEXT
 , packed BLOB) STRICT;
+
+-- table console_sessions
+CREATE TABLE console_sessions (
+	id_hash    BLOB PRIMARY KEY,
+	key_id     TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 
 -- table deferred_messages
 CREATE TABLE deferred_messages (

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// Clearing an inbox deletes each of its messages as DeleteMessage would,
+// and only its own: they leave the feed, the thread list and search, their
+// bodies and raw are gone, and the other inbox keeps all of its. A reply
+// to a cleared message still joins its thread, which comes back with one
+// message.
+func TestDeleteInboxMessages(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first Delivered
+	for i := range 3 {
+		for _, ib := range []string{b.Inbox.ID, other.ID} {
+			d, err := db.Ingest(ctx, incoming(ib, fmt.Sprintf("Message-ID: <m%d@x>\r\nSubject: s%d\r\n\r\nkeepsake %d\r\n", i, i, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && ib == b.Inbox.ID {
+				first = d[0]
+			}
+		}
+	}
+	if n, err := db.DeleteInboxMessages(ctx, b.Inbox.ID); err != nil || n != 3 {
+		t.Fatalf("DeleteInboxMessages = %d, %v; want 3", n, err)
+	}
+	if n, err := db.DeleteInboxMessages(ctx, b.Inbox.ID); err != nil || n != 0 {
+		t.Fatalf("a second clear = %d, %v; want 0", n, err)
+	}
+	count := func(inboxID string) (msgs, threads, found int) {
+		t.Helper()
+		m, err := db.InboxPage(ctx, inboxID, Query{}, "", nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := db.ListThreads(ctx, inboxID, Query{}, nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m), len(th), searchThreads(t, db, inboxID, "keepsake")
+	}
+	if m, th, f := count(b.Inbox.ID); m != 0 || th != 0 || f != 0 {
+		t.Errorf("cleared inbox: %d messages, %d threads, %d found; want none", m, th, f)
+	}
+	if m, th, f := count(other.ID); m != 3 || th != 3 || f != 3 {
+		t.Errorf("other inbox: %d messages, %d threads, %d found; want 3 each", m, th, f)
+	}
+	if m, err := db.GetMessage(ctx, b.Inbox.ID, first.MessageID); err != nil || !m.Deleted {
+		t.Errorf("a cleared message is not deleted: %+v %v", m, err)
+	}
+	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Message-ID: <r@x>\r\nIn-Reply-To: <m0@x>\r\nSubject: re\r\n\r\nreply\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d[0].ThreadID != first.ThreadID {
+		t.Errorf("a reply to a cleared message opened thread %s, want %s", d[0].ThreadID, first.ThreadID)
+	}
+	th, err := db.ListThreads(ctx, b.Inbox.ID, Query{}, nil, 100)
+	if err != nil || len(th) != 1 || th[0].MessageCount != 1 {
+		t.Errorf("threads after the reply: %+v %v", th, err)
+	}
+}
