@@ -198,7 +198,12 @@ func printWelcome(w io.Writer, dir string, b store.Bootstrapped, smtpAddr, httpA
 Send it a first message:
   swaks --server %s --port %s --from you@example.com --to %s --header "Subject: hello" --body "first mail"
   python3 -c 'import smtplib; smtplib.SMTP("%s", %s).sendmail("you@example.com", ["%s"], "Subject: hello\r\n\r\nfirst mail")'
-API: http://%s
+
+Read it in the console at http://%s/ (sign in with the admin key),
+or over the API:
+  curl -s -H "Authorization: Bearer %s" http://%s/v1/projects/%s/inboxes/%s/messages
+MCP for agents: http://%s/mcp (the same keys)
 `, b.ProjectID, b.AdminToken, filepath.Join(dir, "admin.key"), b.Inbox.Address,
-		host, port, b.Inbox.Address, host, port, b.Inbox.Address, httpAddr)
+		host, port, b.Inbox.Address, host, port, b.Inbox.Address,
+		httpAddr, b.AdminToken, httpAddr, b.ProjectID, b.Inbox.ID, httpAddr)
 }

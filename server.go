@@ -317,8 +317,14 @@ func (s *server) Run(ctx context.Context) error {
 		start("debug", func() error { return serveHTTP(s.debug, s.debugLn) })
 		s.log.Info("pprof", "addr", s.DebugAddr())
 	}
-	s.log.Info("inboxd started", "version", buildVersion(), "smtp", s.SMTPAddr(), "http", s.HTTPAddr(), "smtps", s.SMTPSAddr(),
-		"data", s.cfg.Data, "project", s.project)
+	attrs := []any{"version", buildVersion(), "smtp", s.SMTPAddr(), "http", s.HTTPAddr()}
+	if s.smtpsLn != nil {
+		attrs = append(attrs, "smtps", s.SMTPSAddr())
+	}
+	if s.metricsLn != nil {
+		attrs = append(attrs, "metrics", s.MetricsAddr())
+	}
+	s.log.Info("inboxd started", append(attrs, "data", s.cfg.Data, "project", s.project)...)
 
 	var runErr error
 	select {
