@@ -187,7 +187,9 @@ func writeAdminKey(dir, token string) error {
 	return nil
 }
 
-func printWelcome(w io.Writer, dir string, b store.Bootstrapped, smtpAddr, httpAddr string) {
+// printWelcome is the first start's message; base is the HTTP listener's
+// URL (http://host:port, or https:// with --tls-cert).
+func printWelcome(w io.Writer, dir string, b store.Bootstrapped, smtpAddr, base string) {
 	host, port, _ := net.SplitHostPort(smtpAddr)
 	fmt.Fprintf(w, `inboxd: first start, created
   project    %s
@@ -199,11 +201,11 @@ Send it a first message:
   swaks --server %s --port %s --from you@example.com --to %s --header "Subject: hello" --body "first mail"
   python3 -c 'import smtplib; smtplib.SMTP("%s", %s).sendmail("you@example.com", ["%s"], "Subject: hello\r\n\r\nfirst mail")'
 
-Read it in the console at http://%s/ (sign in with the admin key),
+Read it in the console at %s/ (sign in with the admin key),
 or over the API:
-  curl -s -H "Authorization: Bearer %s" http://%s/v1/projects/%s/inboxes/%s/messages
-MCP for agents: http://%s/mcp (the same keys)
+  curl -s -H "Authorization: Bearer %s" %s/v1/projects/%s/inboxes/%s/messages
+MCP for agents: %s/mcp (the same keys)
 `, b.ProjectID, b.AdminToken, filepath.Join(dir, "admin.key"), b.Inbox.Address,
 		host, port, b.Inbox.Address, host, port, b.Inbox.Address,
-		httpAddr, b.AdminToken, httpAddr, b.ProjectID, b.Inbox.ID, httpAddr)
+		base, b.AdminToken, base, b.ProjectID, b.Inbox.ID, base)
 }

@@ -66,6 +66,14 @@ type server struct {
 // SMTPAddr, HTTPAddr and DebugAddr are the addresses actually bound.
 func (s *server) SMTPAddr() string { return s.smtpLn.Addr().String() }
 func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// HTTPURL is the HTTP listener's base URL: https:// with --tls-cert.
+func (s *server) HTTPURL() string {
+	if s.cfg.TLSCert != "" {
+		return "https://" + s.HTTPAddr()
+	}
+	return "http://" + s.HTTPAddr()
+}
 func (s *server) MetricsAddr() string {
 	if s.metricsLn == nil {
 		return ""
@@ -210,7 +218,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
 			return nil, err
 		}
-		printWelcome(stdout, c.Data, boot, s.SMTPAddr(), s.HTTPAddr())
+		printWelcome(stdout, c.Data, boot, s.SMTPAddr(), s.HTTPURL())
 	}
 
 	s.worker = outbound.NewWorker(db, workerCfg)
@@ -278,7 +286,13 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// console's event stream. The body has its own bound
 	// (api.Config.BodyTimeout), MCP responses and the stream's writes a
 	// deadline each.
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // handshake noise from scanners
+	if c.TLSCert != "" {
+		// --tls-cert serves the API, console and /mcp over HTTPS too
+		// (HTTP/2 included); the generated SMTP certificate does not.
+		s.http.TLSConfig = tlsConfig.Clone()
+	}
 	return s, nil
 }
 
@@ -309,7 +323,15 @@ func (s *server) Run(ctx context.Context) error {
 	if s.smtpsLn != nil {
 		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.tls) })
 	}
-	start("http", func() error { return serveHTTP(s.http, s.httpLn) })
+	start("http", func() error {
+		if s.http.TLSConfig != nil {
+			if err := s.http.ServeTLS(s.httpLn, "", ""); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}
+		return serveHTTP(s.http, s.httpLn)
+	})
 	if s.metrics != nil {
 		start("metrics", func() error { return serveHTTP(s.metrics, s.metricsLn) })
 	}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+)
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and localhost
+// to dir and returns its files and a pool that trusts it.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// --tls-cert and --tls-key serve the API, console and /mcp over HTTPS
+// (HTTP/2 negotiated) with the certificate SMTP's STARTTLS offers.
+func TestHTTPSWithTLSCert(t *testing.T) {
+	certFile, keyFile, pool := writeCert(t, t.TempDir())
+	s := startServer(t, t.TempDir(), "--tls-cert", certFile, "--tls-key", keyFile)
+	if s.srv.HTTPURL() != "https://"+s.http {
+		t.Errorf("HTTPURL %s", s.srv.HTTPURL())
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	for _, path := range []string{"/healthz", "/"} {
+		resp, err := client.Get("https://" + s.http + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+			t.Errorf("GET %s over HTTPS: %d %s", path, resp.StatusCode, resp.Proto)
+		}
+	}
+	if resp, err := http.Get("http://" + s.http + "/healthz"); err == nil && resp.StatusCode == http.StatusOK {
+		t.Error("plain HTTP answered 200 on the HTTPS listener")
+	}
+	c, err := gosmtp.DialStartTLS(s.smtp, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	if err != nil {
+		t.Fatalf("SMTP STARTTLS with the same certificate: %v", err)
+	}
+	c.Close()
+}
