@@ -32,6 +32,8 @@ type Config struct {
 	Accept             string
 	Domains            listFlag
 	StoreDuplicates    bool
+	// EventRetention is how long the event log keeps events (0: for ever).
+	EventRetention time.Duration
 
 	// SMTPMaxSessionsPerIP caps one client address's sessions (0: no cap).
 	SMTPMaxSessionsPerIP int
@@ -108,6 +110,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SMTPSAddr, "smtps-addr", "", "also serve SMTP over implicit TLS here (port 465 style, for clients that insist on it); needs --tls-cert/--tls-key or --smtp-tls-self-signed")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
+	fs.DurationVar(&c.EventRetention, "event-retention", 30*24*time.Hour, "how long the event log keeps events (their webhook deliveries go with them; a cursor older than the log answers 400 invalid_cursor); 0 keeps them for ever")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, instead of on --http-addr beside the API")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
 	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
@@ -196,6 +199,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")
+	}
+	if c.EventRetention < 0 {
+		return fmt.Errorf("--event-retention must be 0 (keep every event) or more")
 	}
 	if c.SMTPMaxSessionsPerIP < 0 {
 		return fmt.Errorf("--smtp-max-sessions-per-ip must be 0 (no limit) or more")

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 func TestEventCursorRoundTrip(t *testing.T) {
@@ -115,5 +116,33 @@ func TestEventsScanAndWait(t *testing.T) {
 	p = <-got
 	if len(p.Events) != 1 || p.Events[0].Seq != 7 || p.Next != eventCursor(7) {
 		t.Errorf("woken by %s: %+v", d.MessageID, p)
+	}
+}
+
+// A cursor that names an event the log no longer keeps (retention
+// pruned it) is invalid_cursor;
+// one that names a retained event reads on.
+func TestEventCursorOlderThanTheLog(t *testing.T) {
+	e := newEnv(t)
+	ib := e.boot.Inbox.ID
+	for i := range 3 {
+		e.deliver(ib, rawMail(fmt.Sprintf("r%d@x", i), "s", "b"))
+	}
+	c := e.caller(nil, "events:read", "messages:read")
+	first, err := e.app.Events(e.ctx, c, EventsParams{Limit: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.app.Events(e.ctx, c, EventsParams{Limit: "1", After: first.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.db.PruneEvents(e.ctx, e.clock.Now().Add(time.Hour), 1); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	_, err = e.app.Events(e.ctx, c, EventsParams{After: first.Next})
+	wantError(t, err, EInvalidCursor, "after")
+	if p, err := e.app.Events(e.ctx, c, EventsParams{After: second.Next}); err != nil || len(p.Events) != 1 {
+		t.Errorf("a retained position: %+v %v", p, err)
 	}
 }

@@ -293,3 +293,60 @@ func (db *DB) EventsBefore(ctx context.Context, f EventFilter, before int64, lim
 	}
 	return out, false, nil
 }
+
+// pruneBatch bounds one transaction of event-log retention, so it holds
+// the writer only briefly between ingests.
+const pruneBatch = 1000
+
+// PruneEvents deletes the oldest events of the log created before cutoff,
+// at most limit of them (their webhook deliveries and attempts go with
+// them), and returns how many it deleted. It deletes a prefix of the log:
+// it stops at the first event newer than cutoff, so the log stays whole
+// from there on. A cursor that named a deleted event is refused from then
+// on as invalid_cursor (IsEventPosition), the defined answer for a cursor
+// older than the log.
+func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT seq, created_at FROM events ORDER BY seq LIMIT ?`, limit)
+		type ev struct{ seq, at int64 }
+		list, err := scanAll(rows, err, "prune events", func(r rowScanner) (e ev, err error) { return e, r.Scan(&e.seq, &e.at) })
+		if err != nil {
+			return err
+		}
+		var through int64
+		for _, e := range list {
+			if e.at >= ms(cutoff) {
+				break
+			}
+			through, n = e.seq, n+1
+		}
+		if n == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, through)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune events: %w", err)
+	}
+	return n, nil
+}
+
+// pruneEvents runs event-log retention to the end, a batch at a time.
+func (db *DB) pruneEvents(ctx context.Context) {
+	if db.eventRetention <= 0 {
+		return
+	}
+	cutoff := db.now().Add(-db.eventRetention)
+	for {
+		n, err := db.PruneEvents(ctx, cutoff, pruneBatch)
+		if err != nil {
+			db.log.Error("event retention", "err", err)
+			return
+		}
+		if n < pruneBatch || len(db.writeQ) > 0 {
+			return // the rest at the next round, after the waiting ingests
+		}
+	}
+}

@@ -67,6 +67,10 @@ type Options struct {
 	// OnDeferredStored, when set, is told how long each deferred message
 	// waited before it was stored (for a metric).
 	OnDeferredStored func(waited time.Duration)
+	// EventRetention, when positive, is how long events are kept: the
+	// writer deletes older ones every resolveInterval (SPEC §13,
+	// --event-retention).
+	EventRetention time.Duration
 	// OnBatch, when set, is called after every group commit with the
 	// number of requests (ingests, sends) it committed.
 	OnBatch func(n int)
@@ -99,6 +103,7 @@ type DB struct {
 	onDeferredStored func(time.Duration)
 	onDuplicate      func()
 	onBatch          func(n int)
+	eventRetention   time.Duration
 	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
@@ -177,7 +182,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{
 		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
-		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch,
+		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch, eventRetention: opts.EventRetention,
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),

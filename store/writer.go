@@ -80,14 +80,16 @@ func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
 // only then answers them. It returns when ctx is done, after committing what
 // was already queued.
 //
-// It also retries deferred messages: once at start (a restart resumes
-// them) and then periodically.
+// It also retries deferred messages, and prunes the event log past its
+// retention: once at start (a restart resumes them) and then
+// periodically.
 func (db *DB) Run(ctx context.Context) error {
 	defer close(db.stopped)
 	resolve := func() {
 		if _, err := db.ResolveDeferred(context.WithoutCancel(ctx), ""); err != nil {
 			db.log.Error("resolve deferred messages", "err", err)
 		}
+		db.pruneEvents(context.WithoutCancel(ctx))
 	}
 	resolve()
 	tick := time.NewTicker(resolveInterval)

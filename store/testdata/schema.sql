@@ -1,4 +1,4 @@
--- user_version = 11
+-- user_version = 12
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -54,6 +54,9 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE
 
 -- index webhook_deliveries_endpoint
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at DESC, id DESC);
+
+-- index webhook_deliveries_event
+CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_seq);
 
 -- index webhook_endpoints_project
 CREATE INDEX webhook_endpoints_project ON webhook_endpoints(project_id, created_at, id);

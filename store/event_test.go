@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Event-log retention deletes the oldest events created before the
+// cutoff — a prefix of the log, with their webhook deliveries — and
+// nothing younger; a deleted event is no longer a position, so a cursor
+// naming it is refused as older than the log.
+func TestPruneEvents(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), Now: clock})
+	ctx := context.Background()
+	if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://127.0.0.1:1/", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}); err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(i int) {
+		raw := fmt.Sprintf("From: a@x\r\nMessage-ID: <p%d@x>\r\nSubject: %d\r\n\r\nb\r\n", i, i)
+		if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		deliver(i) // old
+	}
+	old, err := db.LastEventSeq(ctx, b.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(40 * 24 * time.Hour)
+	mu.Unlock()
+	for i := 5; i < 8; i++ {
+		deliver(i) // young
+	}
+	cutoff := clock().Add(-30 * 24 * time.Hour)
+
+	n, err := db.PruneEvents(ctx, cutoff, 3)
+	if err != nil || n != 3 {
+		t.Fatalf("first batch: %d %v", n, err)
+	}
+	n, err = db.PruneEvents(ctx, cutoff, 1000)
+	if err != nil || n != 2 {
+		t.Fatalf("second batch: %d %v", n, err)
+	}
+	if n, err := db.PruneEvents(ctx, cutoff, 1000); err != nil || n != 0 {
+		t.Fatalf("nothing left to prune: %d %v", n, err)
+	}
+	var events, deliveries int
+	db.r.QueryRow(`SELECT count(*) FROM events`).Scan(&events)
+	db.r.QueryRow(`SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries)
+	if events != 3 || deliveries != 3 {
+		t.Errorf("%d events and %d webhook deliveries left, want 3 and 3", events, deliveries)
+	}
+	if ok, err := db.IsEventPosition(ctx, b.ProjectID, old); err != nil || ok {
+		t.Errorf("a pruned event is still a position: %v %v", ok, err)
+	}
+	if last, _ := db.LastEventSeq(ctx, b.ProjectID); last <= old {
+		t.Errorf("the young events are gone: last %d", last)
+	} else if ok, _ := db.IsEventPosition(ctx, b.ProjectID, last); !ok {
+		t.Error("a retained event is not a position")
+	}
+}
