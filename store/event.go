@@ -339,8 +339,15 @@ func (db *DB) pruneEvents(ctx context.Context) {
 		return
 	}
 	cutoff := db.now().Add(-db.eventRetention)
+	pruned := 0
+	defer func() {
+		if pruned > 0 {
+			db.reclaim(ctx)
+		}
+	}()
 	for {
 		n, err := db.PruneEvents(ctx, cutoff, pruneBatch)
+		pruned += n
 		if err != nil {
 			db.log.Error("event retention", "err", err)
 			return
@@ -348,5 +355,17 @@ func (db *DB) pruneEvents(ctx context.Context) {
 		if n < pruneBatch || len(db.writeQ) > 0 {
 			return // the rest at the next round, after the waiting ingests
 		}
+	}
+}
+
+// reclaimPages bounds one incremental vacuum (4 KB pages: 8 MB).
+const reclaimPages = 2000
+
+// reclaim returns free pages to the file system after pruning, a bounded
+// number at a time (a no-op for a database made before auto_vacuum was
+// INCREMENTAL).
+func (db *DB) reclaim(ctx context.Context) {
+	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", reclaimPages)); err != nil {
+		db.log.Error("incremental vacuum", "err", err)
 	}
 }

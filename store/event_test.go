@@ -69,3 +69,13 @@ func TestPruneEvents(t *testing.T) {
 		t.Error("a retained event is not a position")
 	}
 }
+
+// A new database is made with auto_vacuum INCREMENTAL, so the pages
+// retention empties can be given back.
+func TestNewDatabaseVacuumsIncrementally(t *testing.T) {
+	db, _ := openTest(t)
+	var mode int
+	if err := db.r.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
+		t.Fatalf("auto_vacuum = %d (%v), want 2 (INCREMENTAL)", mode, err)
+	}
+}

@@ -170,7 +170,11 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// ingest runs under a savepoint) in memory: spilled to a temp file they
 	// were an eighth of the ingest CPU in write syscalls. They hold the old
 	// contents of pages a batch changes, not the new ones it appends.
-	w, err := sql.Open("sqlite", base+"?"+common+"&_pragma=synchronous("+sync+")&_pragma=temp_store(MEMORY)&_txlock=immediate")
+	// auto_vacuum first: a new database frees the pages pruning empties
+	// (incremental_vacuum after retention), and the mode can only be
+	// chosen before the file's first page is written (WAL writes it); an
+	// older database keeps its mode, so there the pragma does nothing.
+	w, err := sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+common+"&_pragma=synchronous("+sync+")&_pragma=temp_store(MEMORY)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
