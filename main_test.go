@@ -393,15 +393,32 @@ func startChildLog(t *testing.T, bin, data string, rest io.Writer, extra ...stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(startedPattern)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(rest, stderr)
-			return cmd, m[1], m[2]
+	// The startup line is awaited for 30 s at most: a child that runs
+	// without printing it (a changed log line) must fail the test, not
+	// hang the run until go test's timeout.
+	type addrs struct{ smtp, http string }
+	found := make(chan addrs, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(startedPattern)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- addrs{m[1], m[2]}
+				io.Copy(rest, stderr)
+				return
+			}
 		}
+		close(found)
+	}()
+	select {
+	case a, ok := <-found:
+		if !ok {
+			t.Fatal("child exited before it started")
+		}
+		return cmd, a.smtp, a.http
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child printed no line matching %q in 30 s", startedPattern)
 	}
-	t.Fatal("child did not start")
 	return nil, "", ""
 }
 
