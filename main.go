@@ -122,8 +122,8 @@ Usage:
   inboxd version                              also --version
   inboxd help                                 also --help; CMD --help for one command
 
-Every subcommand takes --data DIR (INBOXD_DATA) and works whether or not the
-server is running.
+inboxes, keys and backup take --data DIR (INBOXD_DATA) and work whether or
+not the server is running; send, healthcheck and mcp talk to a running one.
 
 Serve flags (each also read from its environment variable):
 `)

@@ -73,11 +73,16 @@ var synopsis = map[string]string{
 	"send":           "inboxd send --to ADDRESS [flags]",
 	"backup":         "inboxd backup FILE [flags]",
 	"healthcheck":    "inboxd healthcheck [flags]",
+	"mcp":            "inboxd mcp --url URL --key KEY [flags]",
 }
 
 func (h *helpRequested) print(w io.Writer) {
 	name := h.fs.Name()
-	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags (each also read from its environment variable):\n", synopsis[name])
+	use := synopsis[name]
+	if use == "" {
+		use = "inboxd " + name + " [flags]"
+	}
+	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags (each also read from its environment variable):\n", use)
 	printFlags(w, h.fs)
 }
 

@@ -25,6 +25,8 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"keys", "create", "--help"}, []string{"--scopes"}},
 		{[]string{"send", "--help"}, []string{"inboxd send --to ADDRESS", "--idempotency-key"}},
 		{[]string{"backup", "--help"}, []string{"inboxd backup FILE"}},
+		{[]string{"mcp", "--help"}, []string{"inboxd mcp --url URL --key KEY", "--key (INBOXD_KEY"}},
+		{[]string{"healthcheck", "--help"}, []string{"inboxd healthcheck", "--url"}},
 		{[]string{"--version"}, []string{"inboxd ", "go1."}},
 		{[]string{"version"}, []string{"inboxd ", "go1."}},
 	} {
