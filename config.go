@@ -34,6 +34,9 @@ type Config struct {
 	StoreDuplicates    bool
 	// EventRetention is how long the event log keeps events (0: for ever).
 	EventRetention time.Duration
+	// Retention and MaxMessages bound the mail kept (0: no bound).
+	Retention   time.Duration
+	MaxMessages int
 
 	// SMTPMaxSessionsPerIP caps one client address's sessions (0: no cap).
 	SMTPMaxSessionsPerIP int
@@ -110,6 +113,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SMTPSAddr, "smtps-addr", "", "also serve SMTP over implicit TLS here (port 465 style, for clients that insist on it); needs --tls-cert/--tls-key or --smtp-tls-self-signed")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
+	fs.DurationVar(&c.Retention, "retention", 0, "delete messages older than this (with their bodies, raw bytes, attachments and search rows), e.g. 720h; 0 keeps them")
+	fs.IntVar(&c.MaxMessages, "max-messages", 0, "keep at most this many messages per inbox, deleting the oldest; 0 for no bound")
 	fs.DurationVar(&c.EventRetention, "event-retention", 30*24*time.Hour, "how long the event log keeps events (their webhook deliveries go with them; a cursor older than the log answers 400 invalid_cursor); 0 keeps them for ever")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, instead of on --http-addr beside the API")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
@@ -199,6 +204,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")
+	}
+	if c.Retention < 0 || c.MaxMessages < 0 {
+		return fmt.Errorf("--retention and --max-messages must be 0 (no bound) or more")
 	}
 	if c.EventRetention < 0 {
 		return fmt.Errorf("--event-retention must be 0 (keep every event) or more")

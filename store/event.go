@@ -333,18 +333,19 @@ func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int
 	return n, nil
 }
 
-// pruneEvents runs event-log retention to the end, a batch at a time.
-func (db *DB) pruneEvents(ctx context.Context) {
-	if db.eventRetention <= 0 {
-		return
-	}
-	cutoff := db.now().Add(-db.eventRetention)
-	pruned := 0
+// pruneEvents runs event-log retention to the end, a batch at a time,
+// and gives back the pages it (and message retention, which counts
+// pruned) emptied.
+func (db *DB) pruneEvents(ctx context.Context, pruned int) {
 	defer func() {
 		if pruned > 0 {
 			db.reclaim(ctx)
 		}
 	}()
+	if db.eventRetention <= 0 {
+		return
+	}
+	cutoff := db.now().Add(-db.eventRetention)
 	for {
 		n, err := db.PruneEvents(ctx, cutoff, pruneBatch)
 		pruned += n

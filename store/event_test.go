@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -14,10 +12,8 @@ import (
 // nothing younger; a deleted event is no longer a position, so a cursor
 // naming it is refused as older than the log.
 func TestPruneEvents(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), Now: clock})
+	db, b, clk := openClocked(t)
+	clock := clk.Now
 	ctx := context.Background()
 	if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://127.0.0.1:1/", Secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}); err != nil {
 		t.Fatal(err)
@@ -35,9 +31,7 @@ func TestPruneEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	now = now.Add(40 * 24 * time.Hour)
-	mu.Unlock()
+	clk.Advance(40 * 24 * time.Hour)
 	for i := 5; i < 8; i++ {
 		deliver(i) // young
 	}

@@ -67,6 +67,11 @@ type Options struct {
 	// OnDeferredStored, when set, is told how long each deferred message
 	// waited before it was stored (for a metric).
 	OnDeferredStored func(waited time.Duration)
+	// Retention, when positive, is how long messages are kept, and
+	// MaxMessages, when positive, how many each inbox keeps (the newest):
+	// the writer deletes the rest every resolveInterval (retention.go).
+	Retention   time.Duration
+	MaxMessages int
 	// EventRetention, when positive, is how long events are kept: the
 	// writer deletes older ones every resolveInterval (SPEC §13,
 	// --event-retention).
@@ -104,6 +109,8 @@ type DB struct {
 	onDuplicate      func()
 	onBatch          func(n int)
 	eventRetention   time.Duration
+	retention        time.Duration
+	maxMessages      int
 	storeDuplicates  bool
 
 	// searchProbe is the number of matches above which a search walks
@@ -187,6 +194,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch, eventRetention: opts.EventRetention,
+		retention: opts.Retention, maxMessages: opts.MaxMessages,
 		writeQ:  make(chan *writeReq, 256),
 		stopped: make(chan struct{}),
 		changed: make(chan struct{}),

@@ -89,7 +89,7 @@ func (db *DB) Run(ctx context.Context) error {
 		if _, err := db.ResolveDeferred(context.WithoutCancel(ctx), ""); err != nil {
 			db.log.Error("resolve deferred messages", "err", err)
 		}
-		db.pruneEvents(context.WithoutCancel(ctx))
+		db.pruneEvents(context.WithoutCancel(ctx), db.pruneMessages(context.WithoutCancel(ctx)))
 	}
 	resolve()
 	tick := time.NewTicker(resolveInterval)

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Retention by age removes every message older than the cutoff — from
+// reads, search and the thread counters, with its raw bytes, bodies and
+// attachments — and nothing younger; a thread that keeps a young message
+// stays, with its count; one left empty goes.
+func TestPruneMessagesByAge(t *testing.T) {
+	db, b, clk := openClocked(t)
+	clock, advance := clk.Now, clk.Advance
+	ctx := context.Background()
+	ingest := func(raw string) Delivered {
+		t.Helper()
+		in := incoming(b.Inbox.ID, raw)
+		in.ReceivedAt = clock()
+		d, err := db.Ingest(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		advance(time.Second)
+		return d[0]
+	}
+	root := ingest("From: a@x\r\nMessage-ID: <root@x>\r\nSubject: kept thread\r\n\r\noldword root\r\n")
+	var old []Delivered
+	for i := range 4 {
+		old = append(old, ingest(fmt.Sprintf("From: a@x\r\nMessage-ID: <old%d@x>\r\nSubject: old %d\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\noldword %d\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\nAAAA\r\n--b--\r\n", i, i, i)))
+	}
+	advance(40 * 24 * time.Hour)
+	reply := ingest("From: b@x\r\nMessage-ID: <reply@x>\r\nIn-Reply-To: <root@x>\r\nSubject: Re: kept thread\r\n\r\nyoungword reply\r\n")
+	young := ingest("From: b@x\r\nMessage-ID: <young@x>\r\nSubject: young\r\n\r\nyoungword alone\r\n")
+	if reply.ThreadID != root.ThreadID {
+		t.Fatal("the reply did not join its thread")
+	}
+	cutoff := clock().Add(-30 * 24 * time.Hour)
+
+	if n, err := db.PruneMessages(ctx, Retention{Cutoff: cutoff}, 2); err != nil || n != 2 {
+		t.Fatalf("first batch: %d %v", n, err)
+	}
+	if n, err := db.PruneMessages(ctx, Retention{Cutoff: cutoff}, 500); err != nil || n != 3 {
+		t.Fatalf("second batch: %d %v", n, err)
+	}
+	if n, err := db.PruneMessages(ctx, Retention{Cutoff: cutoff}, 500); err != nil || n != 0 {
+		t.Fatalf("nothing left: %d %v", n, err)
+	}
+	for _, d := range append(old, root) {
+		if _, err := db.GetMessage(ctx, b.Inbox.ID, d.MessageID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("old message %s: %v", d.MessageID, err)
+		}
+	}
+	for _, d := range []Delivered{reply, young} {
+		if _, err := db.GetMessage(ctx, b.Inbox.ID, d.MessageID); err != nil {
+			t.Errorf("young message %s: %v", d.MessageID, err)
+		}
+	}
+	threads, err := db.ListThreads(ctx, b.Inbox.ID, Query{}, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(threads) != 2 {
+		t.Fatalf("%d threads left, want 2: %+v", len(threads), threads)
+	}
+	for _, th := range threads {
+		if th.MessageCount != 1 || th.HasAttachments {
+			t.Errorf("thread %q: count %d, attachments %v", th.Subject, th.MessageCount, th.HasAttachments)
+		}
+	}
+	for word, want := range map[string]int{"oldword": 0, "youngword": 2} {
+		q, err := ParseQuery(word)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := db.InboxPage(ctx, b.Inbox.ID, q, "", nil, 10)
+		if err != nil || len(found) != want {
+			t.Errorf("search %q: %d found, want %d (%v)", word, len(found), want, err)
+		}
+	}
+	for table, want := range map[string]int{"raw_messages": 2, "bodies": 2, "attachments": 0, "envelopes": 2, "message_ids": 2, "threads": 2} {
+		var n int
+		if err := db.r.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != want {
+			t.Errorf("%s: %d rows, want %d (%v)", table, n, want, err)
+		}
+	}
+}
+
+// --max-messages keeps each inbox's newest messages and prunes the rest.
+func TestPruneMessagesBeyondTheNewest(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 5 {
+		in := incoming(b.Inbox.ID, fmt.Sprintf("From: a@x\r\nMessage-ID: <k%d@x>\r\nSubject: %d\r\n\r\nb\r\n", i, i))
+		in.ReceivedAt = time.Date(2026, 11, 1, 9, 0, i, 0, time.UTC)
+		d, err := db.Ingest(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d[0].MessageID)
+	}
+	if _, err := db.Ingest(ctx, incoming(other.ID, "From: a@x\r\nMessage-ID: <o@x>\r\nSubject: o\r\n\r\nb\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.PruneMessages(ctx, Retention{Keep: 2}, 500); err != nil || n != 3 {
+		t.Fatalf("pruned %d %v, want 3", n, err)
+	}
+	for i, id := range ids {
+		_, err := db.GetMessage(ctx, b.Inbox.ID, id)
+		if kept := i >= 3; kept != (err == nil) {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	if msgs, _ := db.InboxMessages(ctx, other.ID); len(msgs) != 1 {
+		t.Errorf("the other inbox has %d messages, want its 1", len(msgs))
+	}
+}
