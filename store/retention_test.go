@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -121,5 +123,51 @@ func TestPruneMessagesBeyondTheNewest(t *testing.T) {
 	}
 	if msgs, _ := db.InboxMessages(ctx, other.ID); len(msgs) != 1 {
 		t.Errorf("the other inbox has %d messages, want its 1", len(msgs))
+	}
+}
+
+// BenchmarkRetentionSteadyState ingests b.N 4 KB messages into one inbox
+// kept at its 10,000 newest (--max-messages), pruning every 1,000
+// messages as the writer's rounds do, and reports the database file's
+// size (with its WAL) at half time and at the end: with retention on it
+// should stop growing once the inbox is full. Run with -benchtime 100000x.
+func BenchmarkRetentionSteadyState(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "inboxd.db")
+	db, boot, _ := openRunning(b, Options{Path: path, NoFsync: true})
+	ctx := context.Background()
+	size := func() float64 {
+		var total int64
+		for _, p := range []string{path, path + "-wal"} {
+			if fi, err := os.Stat(p); err == nil {
+				total += fi.Size()
+			}
+		}
+		return float64(total) / (1 << 20)
+	}
+	var half float64
+	for i := range b.N {
+		if _, err := db.Ingest(ctx, benchMessage(boot.Inbox.ID, i, 4<<10)); err != nil {
+			b.Fatal(err)
+		}
+		if i%1000 == 999 {
+			for {
+				n, err := db.PruneMessages(ctx, Retention{Keep: 10000}, retentionBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n < retentionBatch {
+					break
+				}
+			}
+			db.reclaim(ctx)
+		}
+		if i == b.N/2 {
+			half = size()
+		}
+	}
+	b.ReportMetric(half, "MB-at-half")
+	b.ReportMetric(size(), "MB-at-end")
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		b.ReportMetric(float64(fi.Size())/(1<<20), "MB-wal-at-end")
 	}
 }
