@@ -10,28 +10,18 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/inboxd/inboxd/app"
+	"github.com/inboxd/inboxd/corpus"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// clock is the injectable clock of the tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// clock is the tests' injectable clock (corpus.Clock).
+type clock = corpus.Clock
 
 type env struct {
 	t      testing.TB
@@ -55,7 +45,7 @@ func newEnv(t testing.TB, cfg Config, opts ...func(*store.Options)) *env {
 func newEnvWith(t testing.TB, cfg Config, ac app.Config, opts ...func(*store.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clk := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	o := store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range opts {

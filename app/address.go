@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,20 @@ type AttachmentInput struct {
 	Filename      string `json:"filename"`
 	ContentType   string `json:"content_type"`
 	ContentBase64 string `json:"content_base64"`
+}
+
+// Files are the attachments as files to compose, their content decoded
+// and their type application/octet-stream when none was given.
+func Files(in []AttachmentInput) ([]message.File, error) {
+	files := make([]message.File, len(in))
+	for i, at := range in {
+		data, err := at.Data(i)
+		if err != nil {
+			return nil, err
+		}
+		files[i] = message.File{Filename: at.Filename, ContentType: cmp.Or(at.ContentType, "application/octet-stream"), Data: data}
+	}
+	return files, nil
 }
 
 // Data is the attachment's content; i is its place in the list, which the

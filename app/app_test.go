@@ -8,26 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/corpus"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
 
-// clock is the injectable clock of the tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// clock is the tests' injectable clock (corpus.Clock).
+type clock = corpus.Clock
 
 type env struct {
 	t     *testing.T
@@ -44,7 +34,7 @@ type env struct {
 func newEnv(t *testing.T, opts ...func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clk := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -184,13 +184,9 @@ func validIdempotencyKey(k string) bool {
 // compose validates a send, fills in reply defaults, composes the message
 // and plans its recipients.
 func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.Outgoing, bool, error) {
-	files := make([]message.File, len(in.Attachments))
-	for i, at := range in.Attachments {
-		data, err := at.Data(i)
-		if err != nil {
-			return store.Outgoing{}, false, err
-		}
-		files[i] = message.File{Filename: at.Filename, ContentType: cmpOr(at.ContentType, "application/octet-stream"), Data: data}
+	files, err := Files(in.Attachments)
+	if err != nil {
+		return store.Outgoing{}, false, err
 	}
 	to, cc, bcc := AddressesOf(in.To), AddressesOf(in.Cc), AddressesOf(in.Bcc)
 	var subject, inReplyTo string
@@ -303,13 +299,6 @@ func validateAddresses(field string, as []message.Address) error {
 		}
 	}
 	return nil
-}
-
-func cmpOr(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
 }
 
 func domainOf(addr string) string {

@@ -100,17 +100,11 @@ func (a *App) composeSimulated(ib store.Inbox, in TestInboundInput) ([]byte, err
 			m.References = append(m.References, ref)
 		}
 	}
-	for i, at := range in.Attachments {
-		data, err := at.Data(i)
-		if err != nil {
-			return nil, err
-		}
-		ct := at.ContentType
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		m.Attachments = append(m.Attachments, message.File{Filename: at.Filename, ContentType: ct, Data: data})
+	files, err := Files(in.Attachments)
+	if err != nil {
+		return nil, err
 	}
+	m.Attachments = files
 	for _, f := range []struct{ name, v string }{{"subject", in.Subject}, {"from", in.From.Name}} {
 		if strings.ContainsAny(f.v, "\r\n") {
 			return nil, Invalidf(f.name, "%s must not contain line breaks.", f.name)

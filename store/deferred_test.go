@@ -6,20 +6,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
-// fakeClock is the injectable clock: tests move time, nothing sleeps.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// fakeClock is the tests' injectable clock (corpus.Clock).
+type fakeClock = corpus.Clock
 
 // openAt opens (or reopens) the store at path with a fake clock and starts
 // its writer; stop stops the writer and closes the database.
@@ -62,7 +54,7 @@ const deferredReply = "Message-ID: <reply@supplier.example>\r\nIn-Reply-To: <ses
 	"Subject: Re: quote\r\n\r\nHere is the quote.\r\n"
 
 func TestDeferredLookup(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "inboxd.db")
 	db, _ := openAt(t, path, clock)
 	ctx := context.Background()
@@ -126,7 +118,7 @@ func TestDeferredLookup(t *testing.T) {
 }
 
 func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "inboxd.db")
 	db, stop := openAt(t, path, clock)
 	ctx := context.Background()
@@ -173,7 +165,7 @@ func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
 }
 
 func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	db, _ := openAt(t, filepath.Join(t.TempDir(), "inboxd.db"), clock)
 	ctx := context.Background()
 	b, _, _ := db.Bootstrap(ctx)
@@ -188,7 +180,7 @@ func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
 // A delivery claimed by a process that died mid-attempt is due again at
 // the next start, not after its lease.
 func TestReleaseClaims(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	db, _ := openAt(t, filepath.Join(t.TempDir(), "inboxd.db"), clock)
 	ctx := context.Background()
 	b, _, _ := db.Bootstrap(ctx)

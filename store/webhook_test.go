@@ -9,31 +9,23 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
 // testSecret is a valid whsec_ secret (24 bytes) for endpoints whose
 // secret a test does not look at.
 const testSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// testClock is the tests' injectable clock (corpus.Clock).
+type testClock = corpus.Clock
 
 // openClocked is openTest with a fake clock.
 func openClocked(t *testing.T) (*DB, Bootstrapped, *testClock) {
 	t.Helper()
-	clk := &testClock{t: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
 	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now})
 	return db, b, clk
 }
