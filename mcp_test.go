@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inboxd/inboxd/corpus"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -1015,10 +1016,10 @@ func TestMCPStdioBridge(t *testing.T) {
 func TestMCPTypeScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skipOrFail(t, "node not installed")
+		corpus.SkipOrFail(t, "node not installed")
 	}
 	if _, err := os.Stat(filepath.Join("mcp", "testdata", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		skipOrFail(t, "run: npm ci --prefix mcp/testdata")
+		corpus.SkipOrFail(t, "run: npm ci --prefix mcp/testdata")
 	}
 	data := t.TempDir()
 	s := startServer(t, data, "--log-level", "debug")
@@ -1052,16 +1053,6 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		!slices.Equal(saw.Waited, []string{"while it waits"}) || saw.Cursor == "" {
 		t.Errorf("the TypeScript client saw %+v", saw)
 	}
-}
-
-// skipOrFail skips on a developer machine without a tool .ci/run
-// installs, and fails under CI=true, where it must be there.
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // list_approvals and get_approval show the sends an inbox's policy held

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
 // --smtps-addr serves SMTP over implicit TLS for the clients that insist
@@ -39,11 +41,11 @@ s.quit()
 
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skipOrFail(t, "node not installed")
+		corpus.SkipOrFail(t, "node not installed")
 	}
 	dir := filepath.Join("smtp", "testdata", "nodemailer")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "nodemailer")); err != nil {
-		skipOrFail(t, "run: npm ci --prefix "+dir)
+		corpus.SkipOrFail(t, "run: npm ci --prefix "+dir)
 	}
 	out, err := exec.Command(node, filepath.Join(dir, "send.mjs"), host, port).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "250 ") {

@@ -24,6 +24,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/inboxd/inboxd/corpus"
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -822,10 +823,10 @@ func writeNodeCase(t *testing.T, cases []nodeCase) {
 // the npm package; it is skipped only when node or the package is absent.
 func TestNodeLibraryVerifies(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
-		skipOrFail(t, "node not installed")
+		corpus.SkipOrFail(t, "node not installed")
 	}
 	if _, err := os.Stat(filepath.Join("testdata", "node_modules", "standardwebhooks")); err != nil {
-		skipOrFail(t, "run: npm ci --prefix webhook/testdata")
+		corpus.SkipOrFail(t, "run: npm ci --prefix webhook/testdata")
 	}
 	oldS, newS := NewSecret(), NewSecret()
 	body := []byte(`{"id":"evt_1","type":"message.received","data":{"subject":"é ✓"}}`)
@@ -849,14 +850,4 @@ func TestNodeLibraryVerifies(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("verify.mjs accepted a wrong secret: %s", out)
 	}
-}
-
-// skipOrFail skips on a developer machine without the npm verifier and
-// fails under CI=true, where .ci/run installs it.
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
