@@ -4,8 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/acme/autocert"
 )
 
 // Config is every setting of `inboxd serve`, built once from flags and
@@ -44,6 +48,13 @@ type Config struct {
 	TLSCert           string
 	TLSKey            string
 	SMTPTLSSelfSigned bool
+	// ACMEDomains get their certificates from an ACME CA (autocert); the
+	// first is the default for clients that name none.
+	ACMEDomains       listFlag
+	ACMEEmail         string
+	ACMEDirectory     string
+	ACMECAFile        string
+	ACMEHTTPAddr      string
 	SMTPAuthInsecure  bool
 	SMTPAuthAcceptAny bool
 
@@ -106,6 +117,27 @@ func (l *durationList) Set(v string) error {
 	return nil
 }
 
+// days is a duration flag that also takes whole days, "30d", as the
+// retention flags are usually said; it prints as Go does (720h0m0s).
+type days time.Duration
+
+func (d *days) String() string { return time.Duration(*d).String() }
+
+func (d *days) Set(v string) error {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		if k, err := strconv.ParseUint(n, 10, 32); err == nil {
+			*d = days(time.Duration(k) * 24 * time.Hour)
+			return nil
+		}
+	}
+	t, err := time.ParseDuration(v)
+	if err != nil || t < 0 {
+		return fmt.Errorf("%q is not a duration like 30d or 12h", v)
+	}
+	*d = days(t)
+	return nil
+}
+
 // serveFlags declares every serve flag on fs, writing into c.
 func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Data, "data", "./inboxd-data", "data directory (holds inboxd.db and admin.key)")
@@ -113,9 +145,10 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SMTPSAddr, "smtps-addr", "", "also serve SMTP over implicit TLS here (port 465 style, for clients that insist on it); needs --tls-cert/--tls-key or --smtp-tls-self-signed")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8025", "HTTP listen address for the API and console (port 0 picks a free port)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles (/debug/pprof/) on this address; keep it on loopback")
-	fs.DurationVar(&c.Retention, "retention", 0, "delete messages older than this (with their bodies, raw bytes, attachments and search rows), e.g. 720h; 0 keeps them")
+	fs.Var((*days)(&c.Retention), "retention", "delete messages older than this (with their bodies, raw bytes, attachments and search rows), e.g. 30d or 12h; 0 keeps them")
 	fs.IntVar(&c.MaxMessages, "max-messages", 0, "keep at most this many messages per inbox, deleting the oldest; 0 for no bound")
-	fs.DurationVar(&c.EventRetention, "event-retention", 30*24*time.Hour, "how long the event log keeps events (their webhook deliveries go with them; a cursor older than the log answers 400 invalid_cursor); 0 keeps them for ever")
+	c.EventRetention = 30 * 24 * time.Hour
+	fs.Var((*days)(&c.EventRetention), "event-retention", "how long the event log keeps events (their webhook deliveries go with them; a cursor older than the log answers 400 invalid_cursor); 0 keeps them for ever")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, instead of on --http-addr beside the API")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
 	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
@@ -128,9 +161,14 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Accept, "accept", "known", "RCPT policy: known (existing inboxes), domain (create inboxes at --domain), any (create any inbox)")
 	fs.Var(&c.Domains, "domain", "domain whose unknown addresses create inboxes under --accept domain (repeatable)")
 	fs.BoolVar(&c.StoreDuplicates, "store-duplicates", false, "store duplicate deliveries (same Message-ID, same bytes) again instead of answering \"Already stored\"")
-	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate file (PEM) for SMTP STARTTLS")
-	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) for SMTP STARTTLS")
-	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate file (PEM): HTTPS for the API, console and /mcp, and SMTP STARTTLS")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS key file (PEM) of --tls-cert")
+	fs.BoolVar(&c.SMTPTLSSelfSigned, "smtp-tls-self-signed", false, "offer STARTTLS with a generated self-signed certificate (SMTP only; for tests)")
+	fs.Var(&c.ACMEDomains, "acme-domain", "get certificates for this domain from an ACME CA (Let's Encrypt by default) for HTTPS and SMTP STARTTLS (repeatable; the first is served to clients that send no name); --http-addr defaults to :443 and --hostname to the domain")
+	fs.StringVar(&c.ACMEEmail, "acme-email", "", "contact address given to the ACME CA (expiry warnings)")
+	fs.StringVar(&c.ACMEDirectory, "acme-directory", autocert.DefaultACMEDirectory, "ACME directory URL of the CA (e.g. Let's Encrypt staging, or a private CA)")
+	fs.StringVar(&c.ACMECAFile, "acme-ca-file", "", "CA certificates (PEM) to verify the ACME directory's HTTPS with, for a private CA")
+	fs.StringVar(&c.ACMEHTTPAddr, "acme-http-addr", ":80", "with --acme-domain: answer ACME http-01 challenges and redirect to HTTPS here; empty for none (tls-alpn-01 on the HTTPS listener suffices)")
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
@@ -193,8 +231,17 @@ func (c *Config) validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	if c.SMTPSAddr != "" && c.TLSCert == "" && !c.SMTPTLSSelfSigned {
-		return fmt.Errorf("--smtps-addr needs a certificate: --tls-cert and --tls-key, or --smtp-tls-self-signed")
+	switch {
+	case len(c.ACMEDomains) > 0 && (c.TLSCert != "" || c.SMTPTLSSelfSigned):
+		return fmt.Errorf("--acme-domain and --tls-cert or --smtp-tls-self-signed: choose one source of certificates")
+	case c.SMTPSAddr != "" && c.TLSCert == "" && !c.SMTPTLSSelfSigned && len(c.ACMEDomains) == 0:
+		return fmt.Errorf("--smtps-addr needs a certificate: --tls-cert and --tls-key, --acme-domain, or --smtp-tls-self-signed")
+	}
+	for i, d := range c.ACMEDomains {
+		c.ACMEDomains[i] = strings.TrimSuffix(strings.ToLower(d), ".")
+		if net.ParseIP(d) != nil || !strings.Contains(c.ACMEDomains[i], ".") {
+			return fmt.Errorf("--acme-domain %q: a CA certifies a fully qualified domain name, like mail.example.com", d)
+		}
 	}
 	switch {
 	case c.Outbound != "capture" && c.Outbound != "relay":

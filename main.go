@@ -169,6 +169,18 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return Config{}, nil, err
 	}
+	if len(c.ACMEDomains) > 0 {
+		// A CA reaches tls-alpn-01 on port 443, and the greeting should
+		// name the host the certificate is for; what was set wins.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["http-addr"] {
+			c.HTTPAddr = ":443"
+		}
+		if !set["hostname"] {
+			c.Hostname = strings.ToLower(c.ACMEDomains[0])
+		}
+	}
 	if err := c.validate(); err != nil {
 		return Config{}, nil, err
 	}

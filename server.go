@@ -44,9 +44,13 @@ type server struct {
 	unlock  func()
 	smtpLn  net.Listener
 	smtpsLn net.Listener // nil without --smtps-addr
-	tls     *tls.Config  // SMTP's certificates; nil without TLS
+	certs   *certs       // nil without TLS
 	httpLn  net.Listener
-	debugLn net.Listener // nil without --debug-addr
+	// acmeLn answers ACME http-01 and redirects to HTTPS (--acme-http-addr;
+	// nil without ACME or when it could not be bound).
+	acmeLn   net.Listener
+	acmeHTTP *http.Server
+	debugLn  net.Listener // nil without --debug-addr
 	// metricsLn serves /metrics alone with --metrics-addr (nil: /metrics
 	// is on the HTTP listener).
 	metricsLn net.Listener
@@ -67,9 +71,17 @@ type server struct {
 func (s *server) SMTPAddr() string { return s.smtpLn.Addr().String() }
 func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
 
-// HTTPURL is the HTTP listener's base URL: https:// with --tls-cert.
+// HTTPURL is the HTTP listener's base URL: https:// with a certificate
+// (files or ACME), and with ACME the domain's name.
 func (s *server) HTTPURL() string {
-	if s.cfg.TLSCert != "" {
+	switch {
+	case s.certs != nil && s.certs.acme != nil:
+		host := s.certs.domains[0]
+		if _, port, _ := net.SplitHostPort(s.HTTPAddr()); port != "443" {
+			host = net.JoinHostPort(host, port)
+		}
+		return "https://" + host
+	case s.certs != nil && s.certs.https:
 		return "https://" + s.HTTPAddr()
 	}
 	return "http://" + s.HTTPAddr()
@@ -104,20 +116,10 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 			s.Close()
 		}
 	}()
-	var tlsConfig *tls.Config
-	switch {
-	case c.TLSCert != "":
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("load TLS certificate: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	case c.SMTPTLSSelfSigned:
-		if tlsConfig, err = smtp.SelfSignedTLS(c.Hostname); err != nil {
-			return nil, err
-		}
+	reg := prometheus.NewRegistry()
+	if s.certs, err = newCerts(c, log, reg); err != nil {
+		return nil, err
 	}
-	s.tls = tlsConfig
 	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
 	if c.Outbound == app.OutboundRelay {
 		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
@@ -150,6 +152,9 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	if s.httpLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
+	if s.certs != nil && s.certs.acme != nil {
+		s.acmeLn = listenACMEHTTP(c.ACMEHTTPAddr, log)
+	}
 	if c.MetricsAddr != "" {
 		if s.metricsLn, err = net.Listen("tcp", c.MetricsAddr); err != nil {
 			return nil, fmt.Errorf("metrics listen: %w", err)
@@ -166,7 +171,6 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		s.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	deferredWait := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "inboxd_deferred_wait_seconds",
@@ -249,7 +253,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		MaxSessionsPerIP: c.SMTPMaxSessionsPerIP,
 		CommandTimeout:   c.SMTPCommandTimeout,
 		SessionTimeout:   c.SMTPSessionTimeout,
-		TLS:              tlsConfig,
+		TLS:              s.smtpTLS(),
 		AuthInsecure:     c.SMTPAuthInsecure,
 		AuthAcceptAny:    c.SMTPAuthAcceptAny,
 		Accept:           c.Accept,
@@ -288,10 +292,15 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// deadline each.
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // handshake noise from scanners
-	if c.TLSCert != "" {
-		// --tls-cert serves the API, console and /mcp over HTTPS too
-		// (HTTP/2 included); the generated SMTP certificate does not.
-		s.http.TLSConfig = tlsConfig.Clone()
+	if s.certs != nil && s.certs.https {
+		// A certificate (files or ACME) serves the API, console and /mcp
+		// over HTTPS too (HTTP/2 included); the generated SMTP
+		// certificate does not.
+		s.http.TLSConfig = s.certs.TLSConfig(true)
+	}
+	if s.acmeLn != nil {
+		s.acmeHTTP = &http.Server{Handler: s.certs.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: s.http.ErrorLog}
 	}
 	return s, nil
 }
@@ -307,11 +316,14 @@ func (s *server) Run(ctx context.Context) error {
 	go func() { defer close(writerDone); s.db.Run(writerCtx) }()
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 5)
+	errc := make(chan error, 1) // the first failure; the others follow from the shutdown
 	start := func(name string, fn func() error) {
 		wg.Go(func() {
 			if err := fn(); err != nil {
-				errc <- fmt.Errorf("%s: %w", name, err)
+				select {
+				case errc <- fmt.Errorf("%s: %w", name, err):
+				default:
+				}
 			}
 		})
 	}
@@ -321,7 +333,7 @@ func (s *server) Run(ctx context.Context) error {
 	start("webhook", func() error { return s.hooks.Run(workerCtx) })
 	start("smtp", func() error { return s.smtp.Serve(s.smtpLn) })
 	if s.smtpsLn != nil {
-		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.tls) })
+		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.smtpTLS()) })
 	}
 	start("http", func() error {
 		if s.http.TLSConfig != nil {
@@ -332,6 +344,9 @@ func (s *server) Run(ctx context.Context) error {
 		}
 		return serveHTTP(s.http, s.httpLn)
 	})
+	if s.acmeHTTP != nil {
+		start("acme-http", func() error { return serveHTTP(s.acmeHTTP, s.acmeLn) })
+	}
 	if s.metrics != nil {
 		start("metrics", func() error { return serveHTTP(s.metrics, s.metricsLn) })
 	}
@@ -346,7 +361,13 @@ func (s *server) Run(ctx context.Context) error {
 	if s.metricsLn != nil {
 		attrs = append(attrs, "metrics", s.MetricsAddr())
 	}
+	if s.certs != nil && s.certs.acme != nil {
+		attrs = append(attrs, "acme", strings.Join(s.certs.domains, ","))
+	}
 	s.log.Info("inboxd started", append(attrs, "data", s.cfg.Data, "project", s.project)...)
+	if s.certs != nil {
+		go s.certs.Obtain(workerCtx)
+	}
 
 	var runErr error
 	select {
@@ -372,7 +393,7 @@ func (s *server) Run(ctx context.Context) error {
 		}
 	})
 	transports.Wait()
-	for _, srv := range []*http.Server{s.debug, s.metrics} {
+	for _, srv := range []*http.Server{s.debug, s.metrics, s.acmeHTTP} {
 		if srv != nil {
 			srv.Close()
 		}
@@ -383,6 +404,15 @@ func (s *server) Run(ctx context.Context) error {
 	<-writerDone
 	s.log.Info("stopped")
 	return runErr
+}
+
+// smtpTLS is the configuration of STARTTLS and --smtps-addr: nil without
+// a certificate.
+func (s *server) smtpTLS() *tls.Config {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.TLSConfig(false)
 }
 
 func serveHTTP(srv *http.Server, l net.Listener) error {
@@ -403,7 +433,7 @@ func (s *server) Close() error {
 			first = err
 		}
 	}
-	for _, l := range []net.Listener{s.debugLn, s.metricsLn, s.httpLn, s.smtpLn, s.smtpsLn} {
+	for _, l := range []net.Listener{s.debugLn, s.metricsLn, s.acmeLn, s.httpLn, s.smtpLn, s.smtpsLn} {
 		if l != nil {
 			keep(l.Close())
 		}

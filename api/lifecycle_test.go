@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,29 @@ func TestReadyzWhileDraining(t *testing.T) {
 	}
 	if r := e.get("", "/healthz"); r.status != http.StatusOK {
 		t.Errorf("healthz while draining: %d %s", r.status, r.body)
+	}
+}
+
+// A worker silent for longer than app.HeartbeatStale makes /readyz 503,
+// naming it; once it runs again the server is ready again.
+func TestReadyzWhenAWorkerStalls(t *testing.T) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	e := newEnvWith(t, Config{}, app.Config{Heartbeats: []app.Heartbeat{
+		{Name: "outbound", Last: time.Now},
+		{Name: "webhook", Last: func() time.Time { return time.Unix(0, last.Load()) }},
+	}})
+	if r := e.get("", "/readyz"); r.status != http.StatusOK {
+		t.Fatalf("readyz with fresh heartbeats: %d %s", r.status, r.body)
+	}
+	last.Store(time.Now().Add(-app.HeartbeatStale - time.Minute).UnixNano())
+	r := e.get("", "/readyz")
+	if msg, _ := r.json(t)["error"].(map[string]any)["message"].(string); r.status != http.StatusServiceUnavailable || !strings.Contains(msg, "webhook worker has not run for 6m") {
+		t.Fatalf("readyz with a stalled worker: %d %s", r.status, r.body)
+	}
+	last.Store(time.Now().UnixNano())
+	if r := e.get("", "/readyz"); r.status != http.StatusOK {
+		t.Fatalf("readyz after the worker ran again: %d %s", r.status, r.body)
 	}
 }
 

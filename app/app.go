@@ -36,6 +36,10 @@ type Config struct {
 	// PollWaiting, for tests, is called each time a long-poll is about to
 	// wait for a commit.
 	PollWaiting func()
+	// Heartbeats are the background workers' signs of life: Ready fails
+	// when one has been silent for longer than HeartbeatStale.
+	Heartbeats []Heartbeat
+
 	// EventScan, for tests, replaces the bound on the events one read of
 	// the log examines (eventScan) when it is not 0.
 	EventScan int
@@ -55,7 +59,19 @@ type App struct {
 	checkURL    URLCheck // nil: every http(s) URL is accepted
 	send        SendConfig
 	flight      inFlight // Idempotency-Keys whose first request runs (send.go)
+	heartbeats  []Heartbeat
 }
+
+// Heartbeat names a background worker and when it last ran (wall clock).
+type Heartbeat struct {
+	Name string
+	Last func() time.Time
+}
+
+// HeartbeatStale is how long a worker may be silent before readiness
+// fails: its loop turns at least every 30 s, and one relay delivery may
+// take a few minutes of timeouts.
+const HeartbeatStale = 5 * time.Minute
 
 // SendConfig configures the send path.
 type SendConfig struct {
@@ -97,7 +113,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 	return &App{db: db, now: cfg.Now, log: cfg.Logger, secret: secret, checkURL: cfg.CheckWebhookURL,
 		draining: cfg.Draining, pollWaiting: cfg.PollWaiting, eventScan: cfg.EventScan, send: cfg.Send,
-		flight: inFlight{keys: map[string]bool{}}}, nil
+		flight: inFlight{keys: map[string]bool{}}, heartbeats: cfg.Heartbeats}, nil
 }
 
 // Decoder fills v from an operation's input: a request body, a tool's
@@ -107,11 +123,22 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 // errors of an operation it may not run.
 type Decoder func(v any) error
 
-// Ready checks that the database answers reads and is writable: the
-// writer takes the write lock (readiness; /readyz and healthcheck).
+// Ready checks that the database answers reads and is writable (the
+// writer takes the write lock) and that every worker has run lately
+// (readiness; /readyz and healthcheck). A stalled worker is an
+// ETemporarilyUnavailable that names it; the database's trouble is
+// returned as it is.
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.db.Ping(ctx); err != nil {
 		return err
 	}
-	return a.db.Ready(ctx)
+	if err := a.db.Ready(ctx); err != nil {
+		return err
+	}
+	for _, h := range a.heartbeats {
+		if silent := time.Since(h.Last()); silent > HeartbeatStale {
+			return Errorf(ETemporarilyUnavailable, "The %s worker has not run for %s.", h.Name, silent.Round(time.Second))
+		}
+	}
+	return nil
 }

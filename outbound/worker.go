@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -67,9 +68,22 @@ type WorkerConfig struct {
 
 // Worker drains the durable delivery queue.
 type Worker struct {
-	db  *store.DB
-	cfg WorkerConfig
+	db   *store.DB
+	cfg  WorkerConfig
+	beat atomic.Int64 // wall-clock UnixNano of the loop's last turn
 }
+
+// HeartbeatEvery is how often, at least, Run's loop turns when it has
+// nothing to do; readiness (/readyz) holds a worker silent for much
+// longer to be stuck.
+const HeartbeatEvery = 30 * time.Second
+
+// Heartbeat is when the worker last showed it runs (wall clock): its
+// loop's last turn, or the last message it handed to the relay. A new
+// worker counts as having just run.
+func (w *Worker) Heartbeat() time.Time { return time.Unix(0, w.beat.Load()) }
+
+func (w *Worker) pulse() { w.beat.Store(time.Now().UnixNano()) }
 
 // NewWorker returns the worker; start it with Run.
 func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
@@ -91,7 +105,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 	if cfg.MessageIDFormat == "" {
 		cfg.MessageIDFormat = "%s"
 	}
-	return &Worker{db: db, cfg: cfg}
+	w := &Worker{db: db, cfg: cfg}
+	w.pulse()
+	return w
 }
 
 // Run delivers due recipients until ctx is done. It wakes when a commit
@@ -102,6 +118,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	for {
+		w.pulse()
 		changed := w.db.Changed()
 		next, ok, err := w.db.NextDeliveryAt(ctx)
 		if err != nil {
@@ -120,7 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(min(wait, HeartbeatEvery))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -154,6 +171,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		relay[c.MessageID] = append(relay[c.MessageID], c)
 	}
 	for _, id := range order {
+		w.pulse()
 		if err := w.relay(ctx, relay[id]); err != nil {
 			return err
 		}

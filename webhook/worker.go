@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -85,7 +86,19 @@ type Worker struct {
 	db     *store.DB
 	cfg    WorkerConfig
 	client *http.Client
+	beat   atomic.Int64 // wall-clock UnixNano of the loop's last turn
 }
+
+// HeartbeatEvery is how often, at least, Run's loop turns when it has
+// nothing to do; readiness (/readyz) holds a worker silent for much
+// longer to be stuck.
+const HeartbeatEvery = 30 * time.Second
+
+// Heartbeat is when the worker's loop last turned (wall clock, whatever
+// Clock says). A new worker counts as having just run.
+func (w *Worker) Heartbeat() time.Time { return time.Unix(0, w.beat.Load()) }
+
+func (w *Worker) pulse() { w.beat.Store(time.Now().UnixNano()) }
 
 // NewWorker returns the worker; start it with Run.
 func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
@@ -141,7 +154,9 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 		// not a 2xx.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Worker{db: db, cfg: cfg, client: client}
+	w := &Worker{db: db, cfg: cfg, client: client}
+	w.pulse()
+	return w
 }
 
 // Run delivers due webhooks until ctx is done. It wakes when a commit may
@@ -174,7 +189,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		inFlight--
 	}
 
+	tick := time.NewTicker(HeartbeatEvery)
+	defer tick.Stop()
 	for {
+		w.pulse()
 		changed := w.db.Changed()
 		var alarm <-chan time.Time
 		if free := w.cfg.Concurrency - inFlight; free > 0 {
@@ -229,6 +247,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			finished(d)
 		case <-changed:
 		case <-alarm:
+		case <-tick.C:
 		}
 		// Collect every other finished attempt before claiming again.
 		for drained := false; !drained; {
