@@ -307,6 +307,11 @@ func (db *DB) migrate(ctx context.Context) error {
 	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
+	// A database a newer inboxd migrated has tables and rules this one
+	// does not know: refuse it rather than write beside them.
+	if latest, _ := strconv.Atoi(strings.SplitN(filepath.Base(names[len(names)-1]), "_", 2)[0]); current > latest {
+		return fmt.Errorf("the database's schema (version %d) is newer than this inboxd's (%d): run the newer inboxd, or restore a backup taken before the upgrade", current, latest)
+	}
 	for _, name := range names {
 		n, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
 		if err != nil {

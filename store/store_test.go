@@ -123,6 +123,31 @@ func TestReopenKeepsDataAndVersion(t *testing.T) {
 	}
 }
 
+// A database migrated by a newer inboxd is refused with a message that
+// says so, and left as it was.
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.SchemaVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err := Open(ctx, Options{Path: path}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema (version %d) is newer than this inboxd's (%d)", v+1, v)) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("open a newer schema: %v", err)
+	}
+}
+
 func TestKeys(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
