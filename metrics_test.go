@@ -133,6 +133,16 @@ func TestMetricsCountTraffic(t *testing.T) {
 	if m[`inboxd_ingest_batch_size_count`] < 1 || m[`inboxd_ingest_batch_size_sum`] < 11 {
 		t.Errorf("group commits: %v batches of %v requests in all", m[`inboxd_ingest_batch_size_count`], m[`inboxd_ingest_batch_size_sum`])
 	}
+	if n := m[`inboxd_ingest_commit_duration_seconds_count`]; n != m[`inboxd_ingest_batch_size_count`] || m[`inboxd_ingest_commit_duration_seconds_sum`] <= 0 {
+		t.Errorf("commit durations: %v observed for %v group commits, %v s in all", n, m[`inboxd_ingest_batch_size_count`], m[`inboxd_ingest_commit_duration_seconds_sum`])
+	}
+	// Captured mail is never relayed: no attempts, but every result is
+	// there at 0 for rate() and alerts.
+	for _, r := range []string{"sent", "deferred", "bounced", "failed"} {
+		if got, ok := m[`inboxd_outbound_attempts_total{result="`+r+`"}`]; !ok || got != 0 {
+			t.Errorf("outbound attempts %s = %v (present %v), want 0", r, got, ok)
+		}
+	}
 	if m[`inboxd_database_size_bytes`] <= 0 {
 		t.Error("no database size")
 	}

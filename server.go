@@ -120,7 +120,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	if s.certs, err = newCerts(c, log, reg); err != nil {
 		return nil, err
 	}
-	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log}
+	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log,
+		Metrics: outbound.NewMetrics(reg)}
 	if c.Outbound == app.OutboundRelay {
 		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
 			return nil, err
@@ -186,13 +187,18 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Help:    "Requests (ingests and sends) committed by one group commit (one fsync).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 	})
-	reg.MustRegister(deferredWait, duplicates, batches)
+	commits := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "inboxd_ingest_commit_duration_seconds",
+		Help:    "How long one group commit took, from BEGIN to the end of COMMIT (its fsync included).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	})
+	reg.MustRegister(deferredWait, duplicates, batches, commits)
 	smtpMetrics, httpMetrics := smtp.NewMetrics(reg), api.NewMetrics(reg)
 	if s.db, err = store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
 		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
-		OnBatch: func(n int) { batches.Observe(float64(n)) },
+		OnBatch: func(n int, took time.Duration) { batches.Observe(float64(n)); commits.Observe(took.Seconds()) },
 	}); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/inboxd/inboxd/app"
 	"github.com/inboxd/inboxd/message"
@@ -440,9 +442,10 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		{0.999, 0},              // 15m×1.0998 would end past MaxRetryAge: failed
 	}
 	attempts := 0
+	reg := prometheus.NewRegistry()
 	w := NewWorker(db, WorkerConfig{Relay: relay, Now: clock, MaxRetryAge: 40 * time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute},
-		Jitter:        func() float64 { attempts++; return steps[min(attempts, len(steps))-1].jitter }})
+		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute}, Metrics: NewMetrics(reg),
+		Jitter: func() float64 { attempts++; return steps[min(attempts, len(steps))-1].jitter }})
 	e := &env{db: db, boot: boot, app: newApp(t, db, clock, app.OutboundRelay, false)}
 	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
 
@@ -473,6 +476,12 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		if got.Status != store.StatusDeferred || *got.Code != 452 || *got.Message != "4.2.2 mailbox full" ||
 			!pending || next.Sub(want).Abs() >= time.Millisecond { // the store keeps milliseconds
 			t.Fatalf("attempt %d at %v: %s %v %v, next attempt %v; want deferred until %v", i+1, at, got.Status, *got.Code, *got.Message, next, want)
+		}
+	}
+	// inboxd_outbound_attempts_total counts each attempt by its result.
+	for result, want := range map[string]float64{"deferred": 4, "failed": 1, "sent": 0, "bounced": 0} {
+		if got := testutil.ToFloat64(w.cfg.Metrics.attempts.WithLabelValues(result)); got != want {
+			t.Errorf("attempts %s = %v, want %v", result, got, want)
 		}
 	}
 }

@@ -64,6 +64,8 @@ type WorkerConfig struct {
 	// goroutine; a random source of the worker's own when nil.
 	Jitter func() float64
 	Logger *slog.Logger
+	// Metrics, when set, counts relay attempts by result.
+	Metrics *Metrics
 }
 
 // Worker drains the durable delivery queue.
@@ -189,7 +191,11 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 		for _, c := range cs {
 			results = append(results, w.retry(c, now, 0, "no relay configured (--outbound relay)"))
 		}
-		return w.db.RecordDeliveries(ctx, results)
+		if err := w.db.RecordDeliveries(ctx, results); err != nil {
+			return err
+		}
+		w.cfg.Metrics.observe(results)
+		return nil
 	}
 	raw, err := w.db.Raw(ctx, cs[0].MessageID)
 	if err != nil {
@@ -216,6 +222,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 	if err := w.db.RecordDeliveries(ctx, results); err != nil {
 		return err
 	}
+	w.cfg.Metrics.observe(results)
 	if accepted {
 		// The relay has answered: the final Message-ID is known (its own,
 		// when it rewrote ours), and replies waiting for it thread now.

@@ -77,8 +77,9 @@ type Options struct {
 	// --event-retention).
 	EventRetention time.Duration
 	// OnBatch, when set, is called after every group commit with the
-	// number of requests (ingests, sends) it committed.
-	OnBatch func(n int)
+	// number of requests (ingests, sends) it committed and how long the
+	// transaction took, its fsync included.
+	OnBatch func(n int, took time.Duration)
 	// OnDuplicate, when set, is called once per duplicate delivery that
 	// was not stored (for a metric).
 	OnDuplicate func()
@@ -107,7 +108,7 @@ type DB struct {
 	stopped          chan struct{}  // closed when the writer's Run returns
 	onDeferredStored func(time.Duration)
 	onDuplicate      func()
-	onBatch          func(n int)
+	onBatch          func(n int, took time.Duration)
 	eventRetention   time.Duration
 	retention        time.Duration
 	maxMessages      int

@@ -160,6 +160,7 @@ func (db *DB) takeBatch(first *writeReq) []*writeReq {
 func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 	var batch []*writeReq
 	var errs []error
+	start := time.Now()
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		batch = db.takeBatch(first)
 		errs = make([]error, len(batch))
@@ -182,7 +183,7 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 	if batch == nil { // the transaction did not begin
 		batch, errs = []*writeReq{first}, []error{nil}
 	} else if err == nil && db.onBatch != nil {
-		db.onBatch(len(batch))
+		db.onBatch(len(batch), time.Since(start))
 	}
 	for i, req := range batch {
 		if req.release != nil {
