@@ -37,7 +37,10 @@ type certs struct {
 	// acme is nil without --acme-domain; domains[0] is the default name.
 	acme    *autocert.Manager
 	domains []string
-	static  *tls.Certificate
+	static  atomic.Pointer[tls.Certificate]
+	// files are --tls-cert and --tls-key, read again when they change
+	// (a renewal by certbot or the like needs no restart); nil otherwise.
+	files *certFiles
 
 	errors prometheus.Counter
 	expiry atomic.Int64 // NotAfter (Unix seconds) of the last certificate served
@@ -69,11 +72,11 @@ func newCerts(c Config, log *slog.Logger, reg prometheus.Registerer) (*certs, er
 	}, func() float64 { return float64(s.expiry.Load()) }))
 	switch {
 	case c.TLSCert != "":
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
+		s.files = &certFiles{cert: c.TLSCert, key: c.TLSKey}
+		if err := s.reload(); err != nil {
 			return nil, fmt.Errorf("load TLS certificate: %w", err)
 		}
-		s.static, s.https = &cert, true
+		s.https = true
 	case len(c.ACMEDomains) > 0:
 		client := &acme.Client{DirectoryURL: c.ACMEDirectory, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0]}
 		if c.ACMECAFile != "" {
@@ -101,14 +104,75 @@ func newCerts(c Config, log *slog.Logger, reg prometheus.Registerer) (*certs, er
 		if err != nil {
 			return nil, err
 		}
-		s.static = &cfg.Certificates[0]
+		s.static.Store(&cfg.Certificates[0])
 	default:
 		return nil, nil
 	}
-	if s.static != nil && s.static.Leaf != nil {
-		s.expiry.Store(s.static.Leaf.NotAfter.Unix())
+	if leaf := s.static.Load(); leaf != nil && leaf.Leaf != nil {
+		s.expiry.Store(leaf.Leaf.NotAfter.Unix())
 	}
 	return s, nil
+}
+
+// certFiles remembers which versions of the two files the served
+// certificate was read from.
+type certFiles struct {
+	cert, key string
+	mu        sync.Mutex
+	seen      [2]fileVersion // what the served certificate was read from
+	failed    [2]fileVersion // what did not load: not tried again
+}
+
+// fileVersion tells versions of a file apart: a renewal replaces it
+// (another inode) or rewrites it (another modification time).
+type fileVersion struct{ fi os.FileInfo }
+
+func (v fileVersion) same(w fileVersion) bool {
+	return v.fi != nil && w.fi != nil && os.SameFile(v.fi, w.fi) && v.fi.ModTime().Equal(w.fi.ModTime()) && v.fi.Size() == w.fi.Size()
+}
+
+func versionOf(path string) (fileVersion, error) {
+	fi, err := os.Stat(path)
+	return fileVersion{fi}, err
+}
+
+func sameVersions(a, b [2]fileVersion) bool { return a[0].same(b[0]) && a[1].same(b[1]) }
+
+// reload reads --tls-cert and --tls-key again when either changed since
+// they were last read (a stat of each per handshake). A pair that does
+// not load (a renewal half written, a key that does not match) is
+// counted and logged once, and the certificate served until then stays
+// until the files change again.
+func (s *certs) reload() error {
+	f := s.files
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var now [2]fileVersion
+	var err error
+	for i, p := range []string{f.cert, f.key} {
+		if now[i], err = versionOf(p); err != nil {
+			break
+		}
+	}
+	if err == nil && (sameVersions(now, f.seen) || sameVersions(now, f.failed)) {
+		return nil
+	}
+	var cert tls.Certificate
+	if err == nil {
+		cert, err = tls.LoadX509KeyPair(f.cert, f.key)
+	}
+	if err != nil {
+		f.failed = now
+		if s.static.Load() != nil {
+			s.errors.Inc()
+			s.log.Warn("tls: --tls-cert/--tls-key changed but do not load; serving the certificate read before", "err", err)
+		}
+		return err
+	}
+	f.seen = now
+	s.static.Store(&cert)
+	s.expiry.Store(cert.Leaf.NotAfter.Unix())
+	return nil
 }
 
 // TLSConfig is the configuration of one listener; withALPN adds HTTP/2
@@ -130,8 +194,11 @@ func (s *certs) TLSConfig(withALPN bool) *tls.Config {
 // --acme-domain's certificate; a CA's tls-alpn-01 probe names its domain
 // and is answered by autocert itself.
 func (s *certs) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if s.files != nil {
+		s.reload() // a failure keeps the certificate that loaded last
+	}
 	if s.acme == nil {
-		return s.static, nil
+		return s.static.Load(), nil
 	}
 	challenge := slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto})
 	if !challenge {

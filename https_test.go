@@ -79,3 +79,50 @@ func TestHTTPSWithTLSCert(t *testing.T) {
 		t.Fatalf("SMTP STARTTLS with the same certificate: %v", err)
 	}
 }
+
+// A certificate renewed in place (certbot and the like replace the
+// files) is served from the next handshake, with no restart; a pair
+// that does not load keeps the one served before, and is counted.
+func TestTLSCertFilesReloaded(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := writeCert(t, dir)
+	s := startServer(t, t.TempDir(), "--tls-cert", certFile, "--tls-key", keyFile, "--metrics-addr", "127.0.0.1:0")
+	served := func() *x509.Certificate {
+		t.Helper()
+		c, err := tls.Dial("tcp", s.http, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0]
+	}
+	first := served()
+	if _, err := first.Verify(x509.VerifyOptions{Roots: pool, DNSName: "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	// A renewal: new files (another key and serial) in place of the old.
+	renewed := t.TempDir()
+	c2, k2, pool2 := writeCert(t, renewed)
+	for _, f := range [][2]string{{c2, certFile}, {k2, keyFile}} {
+		if err := os.Rename(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := served()
+	if _, err := second.Verify(x509.VerifyOptions{Roots: pool2, DNSName: "localhost"}); err != nil || second.Equal(first) {
+		t.Fatalf("after the renewal: the old certificate still served (%v)", err)
+	}
+	// A broken renewal: the key does not match; the last good pair stays.
+	_, k3, _ := writeCert(t, t.TempDir())
+	if err := os.Rename(k3, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got := served(); !got.Equal(second) {
+			t.Fatal("a pair that does not load replaced the served certificate")
+		}
+	}
+	if n := scrape(t, "http://"+s.srv.MetricsAddr()+"/metrics")["inboxd_tls_certificate_errors_total"]; n != 1 {
+		t.Errorf("inboxd_tls_certificate_errors_total %v, want 1 (counted once)", n)
+	}
+}
