@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // btreeWritesPerMessageMax bounds the B-tree writes of one inbound message
@@ -42,7 +43,7 @@ func TestBTreeWritesPerMessage(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")
 	var commits atomic.Int64
-	db, b, _ := openRunning(t, Options{Path: path, OnBatch: func(int) { commits.Add(1) }})
+	db, b, _ := openRunning(t, Options{Path: path, OnBatch: func(int, time.Duration) { commits.Add(1) }})
 	if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{
 		URL: "http://127.0.0.1:9/hook", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	}); err != nil {
