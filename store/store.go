@@ -223,6 +223,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if behind {
 		db.sq.committed = 1
+		if err := db.rebuildSearch(ctx); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {
