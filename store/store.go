@@ -113,9 +113,11 @@ type DB struct {
 	maxMessages      int
 	storeDuplicates  bool
 
-	// searchProbe is the number of matches above which a search walks
-	// rows newest first instead of collecting every match (message.go).
+	// searchProbe is the number of matches above which a thread-list
+	// search walks the threads newest first instead of collecting every
+	// match (thread.go, commonTerm).
 	searchProbe int
+	probes      probeCache // commonTerm's recent answers
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
