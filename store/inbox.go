@@ -144,9 +144,8 @@ func (db *DB) InboxByAddress(ctx context.Context, address string) (Inbox, error)
 func (db *DB) DeleteInbox(ctx context.Context, projectID, inboxID string) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		// The contentless FTS table has no foreign key: clear it first.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE inbox_id = ?)
-			AND rowid <= (SELECT indexed_through FROM search_index)`, inboxID); err != nil {
-			return fmt.Errorf("delete inbox search rows: %w", err)
+		if err := dropSearchRows(ctx, tx, `m.inbox_id = ?`, inboxID); err != nil {
+			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM inboxes WHERE id = ? AND project_id = ?`, inboxID, projectID)
 		if err != nil {

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,25 +19,12 @@ import (
 // newest first by created_at then id, strictly after the position after.
 // direction ("inbound", "outbound" or "") and q filter.
 func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
+	if !q.Empty() {
+		return db.searchMessages(ctx, inboxID, q, direction, after, limit)
+	}
 	var b strings.Builder
 	args := []any{inboxID}
-	common := false
-	if !q.Empty() {
-		if err := db.awaitSearch(ctx); err != nil {
-			return nil, err
-		}
-		var err error
-		if common, err = db.commonTerm(ctx, q); err != nil {
-			return nil, err
-		}
-	}
-	if q.Empty() || common {
-		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
-	} else {
-		// Few matches: drive the query from them (the unary + keeps the
-		// planner off the inbox index, which would walk the whole inbox).
-		b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE +inbox_id = ? AND deleted_at IS NULL`)
-	}
+	b.WriteString(`SELECT ` + messageColumnsSQL + ` FROM messages WHERE inbox_id = ? AND deleted_at IS NULL`)
 	if direction != "" {
 		b.WriteString(` AND direction = ?`)
 		args = append(args, direction)
@@ -43,31 +33,163 @@ func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction 
 		b.WriteString(` AND (created_at, id) < (?, ?)`)
 		args = append(args, after.At, after.ID)
 	}
-	switch {
-	case common:
-		// Walk the inbox newest first, checking each message by rowid.
-		b.WriteString(` AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = messages.rowid)`)
-		args = append(args, q.match)
-	case !q.Empty():
-		b.WriteString(` AND rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`)
-		args = append(args, q.match)
-	}
 	b.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ?`)
 	args = append(args, limit)
 	return db.queryMessages(ctx, "inbox page", b.String(), args...)
 }
 
+// sqlSearchKeys pages the search keys of a query's matches newest first,
+// from a key down (FTS5 serves the order and the bound from its index).
+const sqlSearchKeys = `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?
+	ORDER BY rowid DESC LIMIT ?`
+
+// sqlMessagesOfKeys reads the messages of search keys (a JSON list).
+const sqlMessagesOfKeys = `SELECT ` + messageColumnsSQL + ` FROM messages WHERE rowid IN
+	(SELECT k.message FROM json_each(?) j JOIN search_keys k ON k.key = j.value) AND deleted_at IS NULL`
+
+// searchMessages is InboxPage with a search: the newest matches, found
+// in key order (searchindex.go) without collecting every match. Keys order
+// messages by created_at only, so each round takes whole groups (one
+// millisecond each) and the page is sorted exactly within them: it reads
+// limit+1 keys below the bound and keeps those above the last one's group,
+// or, when all share a group, reads the whole group.
+func (db *DB) searchMessages(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
+	if err := db.awaitSearch(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	match := q.inInbox(inboxID, direction)
+	top := int64(math.MaxInt64)
+	if after != nil {
+		_, top = groupKeys(searchGroup(after.At))
+	}
+	var page []Message
+	for {
+		keys, err := db.searchKeys(ctx, match, math.MinInt64, top, limit+1)
+		if err != nil {
+			return nil, err
+		}
+		done := len(keys) <= limit // every match below top is in keys
+		if !done {
+			last := keys[limit] >> slotBits
+			if keys[0]>>slotBits == last {
+				// One group holds them all: read all of it.
+				lo, _ := groupKeys(last)
+				if keys, err = db.searchKeys(ctx, match, lo, top, -1); err != nil {
+					return nil, err
+				}
+				if lo == math.MinInt64 {
+					done = true // nothing is below the lowest group
+				}
+				top = lo - 1
+			} else {
+				// Keep the groups above the last key's: they are whole.
+				for len(keys) > 0 && keys[len(keys)-1]>>slotBits == last {
+					keys = keys[:len(keys)-1]
+				}
+				lo, _ := groupKeys(last)
+				top = lo | slotMask
+			}
+		}
+		rows, err := db.queryMessages(ctx, "search", sqlMessagesOfKeys, int64sJSON(keys))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range rows {
+			if after == nil || newestFirst(after.At, after.ID, ms(m.CreatedAt), m.ID) {
+				page = append(page, m)
+			}
+		}
+		if done || len(page) >= limit {
+			break
+		}
+	}
+	slices.SortFunc(page, func(a, b Message) int {
+		if newestFirst(ms(a.CreatedAt), a.ID, ms(b.CreatedAt), b.ID) {
+			return -1
+		}
+		return 1
+	})
+	return page[:min(limit, len(page))], nil
+}
+
+func int64sJSON(l []int64) string {
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+// newestFirst reports whether (at, id) comes before (at2, id2) in a list
+// newest first by a time, then id.
+func newestFirst(at int64, id string, at2 int64, id2 string) bool {
+	return at > at2 || at == at2 && id > id2
+}
+
+// searchKeys returns up to limit (−1: all) search keys of match's matches
+// from hi down to lo, newest first.
+func (db *DB) searchKeys(ctx context.Context, match string, lo, hi int64, limit int) ([]int64, error) {
+	rows, err := db.readQuery(ctx, sqlSearchKeys, match, lo, hi, limit)
+	return scanAll(rows, err, "search", func(r rowScanner) (k int64, err error) { return k, r.Scan(&k) })
+}
+
 // commonTerm reports whether a search matches more than searchProbe
-// messages (in any inbox). Few matches are cheapest collected and sorted;
+// messages of the inbox. Few matches are cheapest collected and sorted;
 // many are cheapest found by walking the newest rows and checking each.
-func (db *DB) commonTerm(ctx context.Context, q Query) (bool, error) {
+// Counting takes a millisecond for a common term at 1M messages, a fifth
+// of a thread-list search, so the answer is kept for probeTTL: the
+// console pages through the same search. A stale answer costs speed only
+// (both strategies find the same threads).
+func (db *DB) commonTerm(ctx context.Context, inboxID string, q Query) (bool, error) {
+	key := fmt.Sprint(inboxID, "\x00", db.searchProbe, "\x00", q.match)
+	if common, ok := db.probes.get(key, db.now()); ok {
+		return common, nil
+	}
 	var n int
-	err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)`,
-		q.match, db.searchProbe).Scan(&n)
+	err := db.readRow(ctx, `SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)`,
+		q.inInbox(inboxID, ""), db.searchProbe).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("search: %w", err)
 	}
+	db.probes.put(key, n >= db.searchProbe, db.now())
 	return n >= db.searchProbe, nil
+}
+
+// probeTTL is how long commonTerm's answer is kept; probeEntries bounds
+// how many are.
+const (
+	probeTTL     = 10 * time.Second
+	probeEntries = 1024
+)
+
+// probeCache holds commonTerm's recent answers.
+type probeCache struct {
+	mu sync.Mutex
+	m  map[string]probeAnswer
+}
+
+type probeAnswer struct {
+	common bool
+	at     time.Time
+}
+
+func (c *probeCache) get(key string, now time.Time) (common, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.m[key]
+	if !ok || now.Sub(a.at) >= probeTTL || now.Before(a.at) {
+		return false, false
+	}
+	return a.common, true
+}
+
+func (c *probeCache) put(key string, common bool, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= probeEntries {
+		c.m = map[string]probeAnswer{}
+	}
+	c.m[key] = probeAnswer{common, now}
 }
 
 func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any) ([]Message, error) {
@@ -92,10 +214,7 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - 1 WHERE id = ?`, threadID); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ? AND rowid <= (SELECT indexed_through FROM search_index)`, rowid); err != nil {
-			return fmt.Errorf("delete message search row: %w", err)
-		}
-		return nil
+		return dropSearchRows(ctx, tx, `m.rowid = ?`, rowid)
 	})
 }
 
@@ -109,12 +228,8 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 func (db *DB) DeleteInboxMessages(ctx context.Context, inboxID string) (int64, error) {
 	var n int64
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		// The contentless FTS table has no foreign key: its rows go first,
-		// while the messages still tell which they are.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN
-			(SELECT rowid FROM messages WHERE inbox_id = ? AND deleted_at IS NULL)
-			AND rowid <= (SELECT indexed_through FROM search_index)`, inboxID); err != nil {
-			return fmt.Errorf("delete inbox messages' search rows: %w", err)
+		if err := dropSearchRows(ctx, tx, `m.inbox_id = ? AND m.deleted_at IS NULL`, inboxID); err != nil {
+			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE messages SET deleted_at = ? WHERE inbox_id = ? AND deleted_at IS NULL`, ms(db.now()), inboxID)
 		if err != nil {

@@ -80,8 +80,8 @@ func (db *DB) PruneMessages(ctx context.Context, r Retention, limit int) (int, e
 			// The contentless search table has no foreign key; a row the
 			// indexer has not written yet is never written (the message is
 			// gone when its pass runs).
-			if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ? AND rowid <= (SELECT indexed_through FROM search_index)`, v.rowid); err != nil {
-				return fmt.Errorf("prune: search row: %w", err)
+			if err := dropSearchRows(ctx, tx, `m.rowid = ?`, v.rowid); err != nil {
+				return fmt.Errorf("prune: %w", err)
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE rowid = ?`, v.rowid); err != nil {
 				return fmt.Errorf("prune: message: %w", err)

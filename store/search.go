@@ -24,6 +24,20 @@ type Query struct {
 	raw   string
 }
 
+// words is the query's words under a column filter: they match the
+// message's text, never the tokens of its scope column.
+func (q Query) words() string { return `{subject addresses body} : (` + q.match + `)` }
+
+// inInbox is the MATCH expression of the query's matches in one inbox,
+// with direction ("inbound", "outbound" or "" for both).
+func (q Query) inInbox(inboxID, direction string) string {
+	scope := `"` + scopeToken(inboxID) + `"`
+	if direction != "" {
+		scope += ` AND "` + strings.ReplaceAll(direction, `"`, `""`) + `"`
+	}
+	return `{scope} : (` + scope + `) AND ` + q.words()
+}
+
 // Empty reports whether the query filters nothing.
 func (q Query) Empty() bool { return q.match == "" }
 

@@ -141,7 +141,74 @@ var errNothingToIndex = errors.New("nothing to index")
 
 // sqlInsertFTS writes one message's search row, for every message a pass
 // indexes (prepared: writeStmts).
-const sqlInsertFTS = `INSERT INTO messages_fts (rowid, subject, addresses, body) VALUES (?, ?, ?, ?)`
+const sqlInsertFTS = `INSERT INTO messages_fts (rowid, subject, addresses, body, scope) VALUES (?, ?, ?, ?, ?)`
+
+// sqlInsertSearchKey claims a search key for a message; it changes no row
+// when the key is taken (another message of the same millisecond).
+const sqlInsertSearchKey = `INSERT INTO search_keys (key, message) VALUES (?, ?) ON CONFLICT DO NOTHING`
+
+// Search keys (migration 0013). A messages_fts rowid is not the message's
+// rowid but a key that sorts as the lists do, newest first by created_at:
+// created_at in unix ms (its group) times 2^21, plus a slot that only
+// makes the key unique within the millisecond. FTS5 then pages the newest
+// matches itself (ORDER BY rowid DESC LIMIT n, a cursor being a rowid
+// bound) instead of every match being collected and sorted. Slots do not
+// follow the ids' order, so a page is cut at a group boundary and sorted
+// exactly within its groups (searchMessages).
+const (
+	slotBits = 21
+	slotMask = 1<<slotBits - 1
+	// Groups are clamped to what fits in a rowid (the years 1830 to 2109):
+	// a created_at outside shares its end's group, which only costs a
+	// larger group, never a wrong order.
+	maxGroup = 1<<(63-slotBits) - 1
+	minGroup = -maxGroup - 1
+)
+
+// searchGroup is the group of a created_at in unix ms.
+func searchGroup(createdAt int64) int64 { return min(max(createdAt, minGroup), maxGroup) }
+
+// groupKeys are the first and last key of a group.
+func groupKeys(g int64) (lo, hi int64) { return g << slotBits, g<<slotBits | slotMask }
+
+// sqlGroup is searchGroup in SQL, of the column col.
+func sqlGroup(col string) string {
+	return fmt.Sprintf("max(min(%s, %d), %d)", col, int64(maxGroup), int64(minGroup))
+}
+
+// sqlSearchKeysOf selects the search keys of the messages m that a WHERE
+// clause (appended) picks; dropSearchRows uses it.
+var sqlSearchKeysOf = `SELECT k.key FROM messages m JOIN search_keys k
+	ON k.key BETWEEN ` + sqlGroup("m.created_at") + ` << ` + fmt.Sprint(slotBits) + ` AND (` + sqlGroup("m.created_at") + ` << ` + fmt.Sprint(slotBits) + `) + ` + fmt.Sprint(slotMask) + `
+	AND k.message = m.rowid WHERE `
+
+// dropSearchRows deletes the search rows (and keys) of the messages that
+// where (a condition on messages m, with args) picks: for a soft delete,
+// before a message is deleted for good, or with its inbox. The
+// contentless FTS table has no foreign key, so this must run while the
+// messages still exist. A message the indexer has not reached has no key
+// and so nothing to delete; its pass skips it, being deleted or gone.
+func dropSearchRows(ctx context.Context, tx *sql.Tx, where string, args ...any) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (`+sqlSearchKeysOf+where+`)`, args...); err != nil {
+		return fmt.Errorf("delete search rows: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM search_keys WHERE key IN (`+sqlSearchKeysOf+where+`)`, args...); err != nil {
+		return fmt.Errorf("delete search keys: %w", err)
+	}
+	return nil
+}
+
+// scopeToken turns an id (a prefix, "_" and a ULID, store/id.go) into the
+// one token the tokenizer makes of it.
+func scopeToken(id string) string { return strings.ToLower(strings.ReplaceAll(id, "_", "")) }
+
+// sqlScopeToken is scopeToken in SQL, of the column col.
+func sqlScopeToken(col string) string { return `lower(replace(` + col + `, '_', ''))` }
+
+// scopeCol is a message's scope column: its inbox, thread and direction.
+func scopeCol(inboxID, threadID, direction string) string {
+	return scopeToken(inboxID) + " " + scopeToken(threadID) + " " + direction
+}
 
 // indexSearch runs one pass over the messages with a rowid up to upTo.
 // more reports that it stopped at its bounds with such messages left.
@@ -155,13 +222,14 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 			return fmt.Errorf("search index: %w", err)
 		}
 		type pending struct {
-			rowid   int64
-			deleted bool
+			rowid, createdAt         int64
+			deleted                  bool
+			inbox, thread, direction string
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT rowid, deleted_at IS NOT NULL FROM messages
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, deleted_at IS NOT NULL, created_at, inbox_id, thread_id, direction FROM messages
 			WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?`, through, upTo, db.sq.passRows)
 		todo, err := scanAll(rows, err, "search index", func(r rowScanner) (p pending, err error) {
-			return p, r.Scan(&p.rowid, &p.deleted)
+			return p, r.Scan(&p.rowid, &p.deleted, &p.createdAt, &p.inbox, &p.thread, &p.direction)
 		})
 		if err != nil {
 			return err
@@ -187,7 +255,12 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 				}
 			}
 			size += rowBytes(cols)
-			if _, err := tx.StmtContext(ctx, db.ws.insertFTS).ExecContext(ctx, p.rowid, cols[0], cols[1], cols[2]); err != nil {
+			key, err := db.claimSearchKey(ctx, tx, p.rowid, p.createdAt)
+			if err != nil {
+				return err
+			}
+			scope := scopeCol(p.inbox, p.thread, p.direction)
+			if _, err := tx.StmtContext(ctx, db.ws.insertFTS).ExecContext(ctx, key, cols[0], cols[1], cols[2], scope); err != nil {
 				return fmt.Errorf("index message: %w", err)
 			}
 		}
@@ -203,6 +276,26 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 		db.sq.completed(gen)
 	}
 	return more, nil
+}
+
+// claimSearchKey stores a search key for the message rowid created at
+// createdAt and returns it: the slot is the rowid's low bits, or the next
+// free one of the group when another message has it.
+func (db *DB) claimSearchKey(ctx context.Context, tx *sql.Tx, rowid, createdAt int64) (int64, error) {
+	lo, _ := groupKeys(searchGroup(createdAt))
+	for i := range int64(slotMask + 1) {
+		key := lo | (rowid+i)&slotMask
+		res, err := tx.StmtContext(ctx, db.ws.insertSearchKey).ExecContext(ctx, key, rowid)
+		if err != nil {
+			return 0, fmt.Errorf("search key: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, fmt.Errorf("search key: %w", err)
+		} else if n == 1 {
+			return key, nil
+		}
+	}
+	return 0, fmt.Errorf("search key: more than %d messages stored in the millisecond %d", slotMask+1, createdAt)
 }
 
 // awaitSearch makes everything committed before it was called searchable.
@@ -225,6 +318,54 @@ func (db *DB) awaitSearch(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// rebuildAbove is the backlog past which Open indexes before it returns
+// instead of leaving it to Run: after migration 0013 (every message), not
+// after a restart (at most what was queued in memory). A variable for the
+// migration test.
+var rebuildAbove int64 = 20000
+
+// rebuildSearch indexes a large backlog in Open, so that the server takes
+// no traffic (and no search waits minutes) until it is done, and logs its
+// progress.
+func (db *DB) rebuildSearch(ctx context.Context) error {
+	var through, upTo int64
+	if err := db.w.QueryRowContext(ctx, `SELECT indexed_through, (SELECT coalesce(max(rowid), 0) FROM messages) FROM search_index`).
+		Scan(&through, &upTo); err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	if upTo-through <= rebuildAbove {
+		return nil
+	}
+	start := time.Now()
+	db.log.Warn("search index: rebuilding before serving; the server takes no traffic until done", "messages_up_to_rowid", upTo, "from_rowid", through)
+	last := start
+	for {
+		more, err := db.indexSearch(ctx, math.MaxInt64)
+		if err != nil {
+			return fmt.Errorf("search index rebuild: %w", err)
+		}
+		if !more {
+			break
+		}
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			var at int64
+			if err := db.w.QueryRowContext(ctx, `SELECT indexed_through FROM search_index`).Scan(&at); err == nil {
+				db.log.Warn("search index: rebuilding", "done_pct", fmt.Sprintf("%.1f", 100*float64(at-through)/float64(upTo-through)),
+					"elapsed", time.Since(start).Round(time.Second))
+			}
+		}
+	}
+	// A rebuild leaves a segment per pass, merged only in part: merged
+	// into one, every search term is one lookup instead of one per segment.
+	db.log.Warn("search index: merging", "elapsed", time.Since(start).Round(time.Second))
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts) VALUES ('optimize')`); err != nil {
+		return fmt.Errorf("search index merge: %w", err)
+	}
+	db.log.Warn("search index: rebuilt", "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // indexInBackground runs one pass for Run and reports whether messages

@@ -42,7 +42,8 @@ type writeStmts struct {
 	insertWebhookDelivery *sql.Stmt // queues an event for one endpoint
 
 	// searchindex.go: an indexing pass.
-	insertFTS *sql.Stmt // one message's search row
+	insertFTS       *sql.Stmt // one message's search row
+	insertSearchKey *sql.Stmt // claims a search key for a message
 
 	// delivery.go: the mail delivery queue.
 	claimRelay        *sql.Stmt // claims due relay deliveries (the attempt counted first)
@@ -96,6 +97,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.insertWebhookDelivery, sqlInsertWebhookDelivery},
 
 		{&ws.insertFTS, sqlInsertFTS},
+		{&ws.insertSearchKey, sqlInsertSearchKey},
 
 		{&ws.claimRelay, sqlClaimRelay},
 		{&ws.claimInfo, sqlClaimInfo},

@@ -114,9 +114,11 @@ type DB struct {
 	maxMessages      int
 	storeDuplicates  bool
 
-	// searchProbe is the number of matches above which a search walks
-	// rows newest first instead of collecting every match (message.go).
+	// searchProbe is the number of matches above which a thread-list
+	// search walks the threads newest first instead of collecting every
+	// match (thread.go, commonTerm).
 	searchProbe int
+	probes      probeCache // commonTerm's recent answers
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
@@ -224,6 +226,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if behind {
 		db.sq.committed = 1
+		if err := db.rebuildSearch(ctx); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	r, err := sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)")
 	if err != nil {

@@ -90,21 +90,22 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 		if err := db.awaitSearch(ctx); err != nil {
 			return nil, err
 		}
-		common, err := db.commonTerm(ctx, q)
+		common, err := db.commonTerm(ctx, inboxID, q)
 		if err != nil {
 			return nil, err
 		}
 		if common {
 			// Walk the inbox's threads newest first and keep those with a
-			// matching message: a common term fills a page after a few.
-			b.WriteString(` AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = t.id AND m.deleted_at IS NULL
-				AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid))`)
-			args = append(args, q.match)
+			// matching message (the thread's token in the scope column):
+			// a common term fills a page after a few.
+			b.WriteString(` AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH
+				'{scope} : "' || ` + sqlScopeToken("t.id") + ` || '" AND ' || ?)`)
+			args = append(args, q.words())
 		} else {
 			// Few matches: collect their threads, then sort those.
-			b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid
-				WHERE messages_fts MATCH ? AND m.inbox_id = ? AND m.deleted_at IS NULL)`)
-			args = append(args, q.match, inboxID)
+			b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN search_keys k ON k.key = f.rowid
+				JOIN messages m ON m.rowid = k.message WHERE messages_fts MATCH ? AND m.deleted_at IS NULL)`)
+			args = append(args, q.inInbox(inboxID, ""))
 		}
 	}
 	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)

@@ -1,4 +1,4 @@
--- user_version = 12
+-- user_version = 13
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -251,7 +251,7 @@ CREATE TABLE messages (
 
 -- table messages_fts
 CREATE VIRTUAL TABLE messages_fts USING fts5(
-	subject, addresses, body,
+	subject, addresses, body, scope,
 	content = '', contentless_delete = 1,
 	tokenize = 'unicode61 remove_diacritics 2'
 );
@@ -289,6 +289,12 @@ CREATE TABLE raw_messages (
 CREATE TABLE search_index (
 	id              INTEGER PRIMARY KEY CHECK (id = 1),
 	indexed_through INTEGER NOT NULL
+) STRICT;
+
+-- table search_keys
+CREATE TABLE search_keys (
+	key     INTEGER PRIMARY KEY,
+	message INTEGER NOT NULL -- messages.rowid
 ) STRICT;
 
 -- table settings
