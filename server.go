@@ -188,7 +188,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
 		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
-		OnBatch: func(n int) { batches.Observe(float64(n)) },
+		OnBatch:   func(n int) { batches.Observe(float64(n)) },
+		Retention: c.Retention, MaxMessages: c.MaxMessages, EventRetention: c.EventRetention,
 	}); err != nil {
 		return nil, err
 	}
