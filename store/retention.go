@@ -19,7 +19,8 @@ import (
 // of which inbox go: a boundary per inbox), then worked off by the writer
 // in slices of at most retentionSlice each, only while no ingest waits —
 // messages, then the event log past --event-retention, then the pages
-// both emptied (incremental vacuum). An ingest that arrives during a
+// both emptied beyond a reserve for the ingests to come (incremental
+// vacuum, vacuumReserve). An ingest that arrives during a
 // slice waits for that slice alone, never for a whole round.
 
 // retentionSlice bounds the writer time of one pruning transaction; an
@@ -221,11 +222,11 @@ func (db *DB) planRound(ctx context.Context) (*round, error) {
 		}
 	}
 	if db.autoVacuum {
-		var free int
-		if err := db.r.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
+		var free, pages int
+		if err := db.r.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
 			return nil, fmt.Errorf("plan vacuum: %w", err)
 		}
-		r.vacuum = free > 0
+		r.vacuum = free > vacuumReserve(pages)
 	}
 	return r, nil
 }
@@ -264,14 +265,18 @@ func (db *DB) retentionStep(ctx context.Context) {
 		r.vacuum = r.vacuum || n > 0 && db.autoVacuum
 		adapt(&r.eventLimit, time.Since(start), pruneBatch)
 	case r.vacuum:
-		var before, after int
-		if err = db.w.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&before); err == nil {
-			if _, err = db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", r.pageLimit)); err == nil {
-				err = db.w.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&after)
-			}
+		var free, pages int
+		if err = db.w.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
+			break
 		}
-		r.done.Pages += before - after
-		r.vacuum = err == nil && after > 0 && after < before
+		give := free - vacuumReserve(pages)
+		if r.vacuum = give > 0; !r.vacuum {
+			break
+		}
+		if _, err = db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", min(give, r.pageLimit))); err != nil {
+			break
+		}
+		r.done.Pages += min(give, r.pageLimit)
 		adapt(&r.pageLimit, time.Since(start), reclaimPages)
 	default:
 		db.endRound()
@@ -320,3 +325,11 @@ func (db *DB) PruneNow(ctx context.Context) (Pruned, error) {
 
 // reclaimPages bounds one incremental vacuum (4 KB pages: 8 MB).
 const reclaimPages = 2000
+
+// vacuumReserve is how many free pages a file of pages keeps for the
+// ingests to come: at a steady state they take what pruning frees, and
+// giving those pages back only for ingest to grow the file again would
+// move pages (incremental vacuum) and write them to the WAL for nothing.
+// What is free beyond it (after a burst, a clear, a lowered bound) is
+// given back.
+func vacuumReserve(pages int) int { return max(256, pages/8) }

@@ -129,7 +129,8 @@ func TestPruneMessagesBeyondTheNewest(t *testing.T) {
 
 // A retention round of the writer (PruneNow, as every resolveInterval)
 // prunes the messages past --retention and the events past
-// --event-retention, in slices, and gives the emptied pages back; the
+// --event-retention, in slices, and gives the emptied pages back (beyond
+// a reserve for the ingests to come); the
 // young ones stay, and a second round finds nothing.
 func TestRetentionRound(t *testing.T) {
 	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
@@ -154,23 +155,24 @@ func TestRetentionRound(t *testing.T) {
 		ingest(i)
 	}
 	p, err := db.PruneNow(ctx)
-	if err != nil || p.Messages != 0 || p.Events != 300 || p.Pages == 0 {
-		t.Fatalf("first round: %+v %v, want 300 events and their pages", p, err)
+	if err != nil || p.Messages != 0 || p.Events != 300 {
+		t.Fatalf("first round: %+v %v, want 300 events", p, err)
 	}
 	clk.Advance(15 * 24 * time.Hour) // now the first 300 messages are past theirs
 	young := ingest(310)
 	p, err = db.PruneNow(ctx)
-	if err != nil || p.Messages != 300 || p.Events != 10 || p.Pages < 300 {
-		t.Fatalf("second round: %+v %v, want 300 messages (at least a page each), 10 events", p, err)
+	if err != nil || p.Messages != 300 || p.Events != 10 || p.Pages < 300*4-vacuumReserve(0) {
+		t.Fatalf("second round: %+v %v, want 300 messages (4 pages and more each), 10 events", p, err)
 	}
-	var messages, events, free int
-	for q, v := range map[string]*int{`SELECT count(*) FROM messages`: &messages, `SELECT count(*) FROM events`: &events, `PRAGMA freelist_count`: &free} {
+	var messages, events, free, pages int
+	for q, v := range map[string]*int{`SELECT count(*) FROM messages`: &messages, `SELECT count(*) FROM events`: &events,
+		`PRAGMA freelist_count`: &free, `PRAGMA page_count`: &pages} {
 		if err := db.r.QueryRow(q).Scan(v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if messages != 11 || events != 1 || free != 0 {
-		t.Errorf("left: %d messages, %d events, %d free pages; want 11, 1, 0", messages, events, free)
+	if messages != 11 || events != 1 || free > vacuumReserve(pages) {
+		t.Errorf("left: %d messages, %d events, %d free pages of %d; want 11, 1, at most %d", messages, events, free, pages, vacuumReserve(pages))
 	}
 	if _, err := db.GetMessage(ctx, b.Inbox.ID, young.MessageID); err != nil {
 		t.Errorf("the young message: %v", err)
