@@ -198,7 +198,8 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
 		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
-		OnBatch: func(n int, took time.Duration) { batches.Observe(float64(n)); commits.Observe(took.Seconds()) },
+		OnBatch:   func(n int, took time.Duration) { batches.Observe(float64(n)); commits.Observe(took.Seconds()) },
+		Retention: c.Retention, MaxMessages: c.MaxMessages, EventRetention: c.EventRetention,
 	}); err != nil {
 		return nil, err
 	}

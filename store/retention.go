@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -11,11 +12,24 @@ import (
 // --max-messages): a pruned message goes with everything that hangs off
 // it (raw bytes, bodies, attachments, envelope, deliveries, its
 // Message-ID lookup: ON DELETE CASCADE), its search row, and its place in
-// its thread's counters; a thread left with no message goes too. Pruning
-// runs on the writer between ingests, in small transactions.
+// its thread's counters; a thread left with no message goes too.
+//
+// The writer runs it in rounds (every resolveInterval, and at start): a
+// round is planned on a read connection, off the writer (which messages
+// of which inbox go: a boundary per inbox), then worked off by the writer
+// in slices of at most retentionSlice each, only while no ingest waits —
+// messages, then the event log past --event-retention, then the pages
+// both emptied beyond a reserve for the ingests to come (incremental
+// vacuum, vacuumReserve). An ingest that arrives during a
+// slice waits for that slice alone, never for a whole round.
 
-// retentionBatch bounds the messages one pruning transaction deletes.
-const retentionBatch = 500
+// retentionSlice bounds the writer time of one pruning transaction; an
+// ingest arriving meanwhile waits at most about this long (plus the
+// commit) for the writer.
+const retentionSlice = 2 * time.Millisecond
+
+// sliceVictims bounds the messages one slice selects at a time.
+const sliceVictims = 64
 
 // Retention is what PruneMessages removes: messages created before
 // Cutoff (zero: none by age) and, per inbox, those beyond its Keep newest
@@ -25,87 +39,144 @@ type Retention struct {
 	Keep   int
 }
 
+// Pruned is what one retention round removed.
+type Pruned struct {
+	Messages, Events int
+	Pages            int // pages given back to the file system
+	Took             time.Duration
+}
+
+// bound is one inbox's part of a retention round: its messages before
+// (at, id), in (created_at, id) order, go.
+type bound struct {
+	inbox string
+	at    int64
+	id    string
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// bounds returns the boundary of every inbox with a message r removes.
+func bounds(ctx context.Context, q querier, r Retention) ([]bound, error) {
+	if r.Cutoff.IsZero() && r.Keep <= 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id FROM inboxes ORDER BY id`)
+	inboxes, err := scanAll(rows, err, "prune: inboxes", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
+	if err != nil {
+		return nil, err
+	}
+	var out []bound
+	for _, ib := range inboxes {
+		b := bound{inbox: ib}
+		if !r.Cutoff.IsZero() {
+			b.at = ms(r.Cutoff) // created_at < cutoff (no id is below "")
+		}
+		if r.Keep > 0 {
+			// The Keep-th newest stays; everything before it goes.
+			var at int64
+			var id string
+			err := q.QueryRowContext(ctx, `SELECT created_at, id FROM messages WHERE inbox_id = ?
+				ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?`, ib, r.Keep-1).Scan(&at, &id)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, fmt.Errorf("prune: the newest kept: %w", err)
+			case at > b.at || at == b.at && id > b.id:
+				b.at, b.id = at, id
+			}
+		}
+		if b.at == 0 && b.id == "" {
+			continue
+		}
+		var some bool
+		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE inbox_id = ? AND (created_at, id) < (?, ?))`,
+			b.inbox, b.at, b.id).Scan(&some); err != nil {
+			return nil, fmt.Errorf("prune: %w", err)
+		}
+		if some {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
 type pruned struct {
 	rowid        int64
 	id, threadID string
 	counted      bool // not soft-deleted: its thread's message_count holds it
 }
 
-// PruneMessages deletes up to limit messages that r removes, oldest first,
-// and returns how many it deleted.
-func (db *DB) PruneMessages(ctx context.Context, r Retention, limit int) (int, error) {
-	var n int
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM inboxes ORDER BY id`)
-		inboxes, err := scanAll(rows, err, "prune: inboxes", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
+// pruneSlice deletes, oldest first, up to limit messages of plan's
+// inboxes, stopping early once deadline (when not zero) has passed, and
+// returns how many it deleted and the part of plan left.
+func pruneSlice(ctx context.Context, tx *sql.Tx, plan []bound, limit int, deadline time.Time) (int, []bound, error) {
+	n := 0
+	threads := map[string]int{} // thread → counted messages pruned
+	scan := func(r rowScanner) (p pruned, err error) { return p, r.Scan(&p.rowid, &p.id, &p.threadID, &p.counted) }
+	late := func() bool { return !deadline.IsZero() && time.Now().After(deadline) }
+	for len(plan) > 0 && n < limit && !late() {
+		b := plan[0]
+		want := min(limit-n, sliceVictims)
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, id, thread_id, deleted_at IS NULL FROM messages
+			WHERE inbox_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at, id LIMIT ?`, b.inbox, b.at, b.id, want)
+		victims, err := scanAll(rows, err, "prune: messages", scan)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
-		var victims []pruned
-		scan := func(r rowScanner) (p pruned, err error) { return p, r.Scan(&p.rowid, &p.id, &p.threadID, &p.counted) }
-		for _, ib := range inboxes {
-			room := limit - len(victims)
-			if room <= 0 {
-				break
-			}
-			var found []pruned
-			if r.Keep > 0 {
-				rows, err := tx.QueryContext(ctx, `SELECT rowid, id, thread_id, deleted_at IS NULL FROM messages WHERE inbox_id = ?
-					ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, ib, room, r.Keep)
-				if found, err = scanAll(rows, err, "prune: beyond the newest", scan); err != nil {
-					return err
-				}
-			}
-			if !r.Cutoff.IsZero() && len(found) < room {
-				rows, err := tx.QueryContext(ctx, `SELECT rowid, id, thread_id, deleted_at IS NULL FROM messages
-					WHERE inbox_id = ? AND created_at < ? ORDER BY created_at, id LIMIT ?`, ib, ms(r.Cutoff), room)
-				old, err := scanAll(rows, err, "prune: old", scan)
-				if err != nil {
-					return err
-				}
-				have := map[int64]bool{}
-				for _, f := range found {
-					have[f.rowid] = true
-				}
-				for _, o := range old {
-					if !have[o.rowid] && len(found) < room {
-						found = append(found, o)
-					}
-				}
-			}
-			victims = append(victims, found...)
-		}
-		threads := map[string]int{} // thread → counted messages pruned
+		done := 0
 		for _, v := range victims {
 			// The contentless search table has no foreign key; a row the
 			// indexer has not written yet is never written (the message is
 			// gone when its pass runs).
 			if err := dropSearchRows(ctx, tx, `m.rowid = ?`, v.rowid); err != nil {
-				return fmt.Errorf("prune: %w", err)
+				return 0, nil, fmt.Errorf("prune: %w", err)
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE rowid = ?`, v.rowid); err != nil {
-				return fmt.Errorf("prune: message: %w", err)
-			}
-			if _, ok := threads[v.threadID]; !ok {
-				threads[v.threadID] = 0
+				return 0, nil, fmt.Errorf("prune: message: %w", err)
 			}
 			if v.counted {
 				threads[v.threadID]++
+			} else if _, ok := threads[v.threadID]; !ok {
+				threads[v.threadID] = 0
+			}
+			n, done = n+1, done+1
+			if late() {
+				break
 			}
 		}
-		for t, counted := range threads {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = ?)`, t, t); err != nil {
-				return fmt.Errorf("prune: thread: %w", err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - ?,
-				has_attachments = EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id
-					WHERE m.thread_id = threads.id)
-				WHERE id = ?`, counted, t); err != nil {
-				return fmt.Errorf("prune: thread counters: %w", err)
-			}
+		if done == len(victims) && len(victims) < want {
+			plan = plan[1:] // this inbox is done
 		}
-		n = len(victims)
-		return nil
+	}
+	for t, counted := range threads {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = ?)`, t, t); err != nil {
+			return 0, nil, fmt.Errorf("prune: thread: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - ?,
+			has_attachments = EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id
+				WHERE m.thread_id = threads.id)
+			WHERE id = ?`, counted, t); err != nil {
+			return 0, nil, fmt.Errorf("prune: thread counters: %w", err)
+		}
+	}
+	return n, plan, nil
+}
+
+// PruneMessages deletes up to limit messages that r removes, oldest first,
+// in one transaction, and returns how many it deleted.
+func (db *DB) PruneMessages(ctx context.Context, r Retention, limit int) (int, error) {
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		plan, err := bounds(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		n, _, err = pruneSlice(ctx, tx, plan, limit, time.Time{})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune messages: %w", err)
@@ -113,26 +184,152 @@ func (db *DB) PruneMessages(ctx context.Context, r Retention, limit int) (int, e
 	return n, nil
 }
 
-// pruneMessages runs message retention, a batch at a time, yielding to
-// waiting ingests between batches.
-func (db *DB) pruneMessages(ctx context.Context) int {
-	if db.retention <= 0 && db.maxMessages <= 0 {
-		return 0
-	}
-	r := Retention{Keep: db.maxMessages}
+// retains reports whether the writer has retention to run.
+func (db *DB) retains() bool {
+	return db.retention > 0 || db.maxMessages > 0 || db.eventRetention > 0 || db.autoVacuum
+}
+
+// round is a retention round in progress; only the writer touches it.
+type round struct {
+	plan        []bound   // inboxes with messages left to prune
+	eventCutoff time.Time // events created before it go
+	events      bool      // events may be left to prune
+	vacuum      bool      // free pages may be left to give back
+	eventLimit  int       // events per slice, adapted to retentionSlice
+	pageLimit   int       // pages per incremental vacuum, likewise
+	began       time.Time
+	done        Pruned
+	waiters     []chan Pruned // PruneNow callers answered at its end
+}
+
+// planRound plans a round on the read pool, off the writer.
+func (db *DB) planRound(ctx context.Context) (*round, error) {
+	now := db.now()
+	r := &round{began: time.Now(), eventLimit: 64, pageLimit: 64}
+	ret := Retention{Keep: db.maxMessages}
 	if db.retention > 0 {
-		r.Cutoff = db.now().Add(-db.retention)
+		ret.Cutoff = now.Add(-db.retention)
 	}
-	total := 0
-	for {
-		n, err := db.PruneMessages(ctx, r, retentionBatch)
-		total += n
-		if err != nil {
-			db.log.Error("message retention", "err", err)
-			return total
+	var err error
+	if r.plan, err = bounds(ctx, db.r, ret); err != nil {
+		return nil, err
+	}
+	if db.eventRetention > 0 {
+		r.eventCutoff = now.Add(-db.eventRetention)
+		if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE seq = (SELECT min(seq) FROM events) AND created_at < ?)`,
+			ms(r.eventCutoff)).Scan(&r.events); err != nil {
+			return nil, fmt.Errorf("plan event retention: %w", err)
 		}
-		if n < retentionBatch || len(db.writeQ) > 0 {
-			return total
+	}
+	if db.autoVacuum {
+		var free, pages int
+		if err := db.r.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
+			return nil, fmt.Errorf("plan vacuum: %w", err)
 		}
+		r.vacuum = free > vacuumReserve(pages)
+	}
+	return r, nil
+}
+
+// adapt doubles or halves a slice's size so that it takes about
+// retentionSlice.
+func adapt(n *int, took time.Duration, most int) {
+	switch {
+	case took < retentionSlice/2 && *n < most:
+		*n = min(2**n, most)
+	case took > retentionSlice && *n > 1:
+		*n /= 2
 	}
 }
+
+// retentionStep is one slice of the round in progress, or its end.
+func (db *DB) retentionStep(ctx context.Context) {
+	r := db.round
+	start := time.Now()
+	var err error
+	switch {
+	case len(r.plan) > 0:
+		var n int
+		err = db.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			n, r.plan, err = pruneSlice(ctx, tx, r.plan, 1<<20, start.Add(retentionSlice))
+			return err
+		})
+		r.done.Messages += n
+		r.vacuum = r.vacuum || n > 0 && db.autoVacuum
+	case r.events:
+		var n int
+		n, err = db.PruneEvents(ctx, r.eventCutoff, r.eventLimit)
+		r.done.Events += n
+		r.events = n == r.eventLimit
+		r.vacuum = r.vacuum || n > 0 && db.autoVacuum
+		adapt(&r.eventLimit, time.Since(start), pruneBatch)
+	case r.vacuum:
+		var free, pages int
+		if err = db.w.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
+			break
+		}
+		give := free - vacuumReserve(pages)
+		if r.vacuum = give > 0; !r.vacuum {
+			break
+		}
+		if _, err = db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA incremental_vacuum(%d)", min(give, r.pageLimit))); err != nil {
+			break
+		}
+		r.done.Pages += min(give, r.pageLimit)
+		adapt(&r.pageLimit, time.Since(start), reclaimPages)
+	default:
+		db.endRound()
+		return
+	}
+	if err != nil {
+		db.log.Error("retention", "err", err)
+		db.endRound()
+	}
+}
+
+// endRound ends the round in progress: it says what the round removed and
+// answers its PruneNow callers.
+func (db *DB) endRound() {
+	r := db.round
+	db.round = nil
+	r.done.Took = time.Since(r.began)
+	if r.done != (Pruned{Took: r.done.Took}) {
+		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond))
+	}
+	for _, w := range r.waiters {
+		w <- r.done
+	}
+}
+
+// PruneNow runs a retention round now, as the writer does every
+// resolveInterval, and returns what it removed once it has ended.
+func (db *DB) PruneNow(ctx context.Context) (Pruned, error) {
+	w := make(chan Pruned, 1)
+	select {
+	case db.pruneNow <- w:
+	case <-db.stopped:
+		return Pruned{}, ErrClosed
+	case <-ctx.Done():
+		return Pruned{}, ctx.Err()
+	}
+	select {
+	case p := <-w:
+		return p, nil
+	case <-db.stopped:
+		return Pruned{}, ErrClosed
+	case <-ctx.Done():
+		return Pruned{}, ctx.Err()
+	}
+}
+
+// reclaimPages bounds one incremental vacuum (4 KB pages: 8 MB).
+const reclaimPages = 2000
+
+// vacuumReserve is how many free pages a file of pages keeps for the
+// ingests to come: at a steady state they take what pruning frees, and
+// giving those pages back only for ingest to grow the file again would
+// move pages (incremental vacuum) and write them to the WAL for nothing.
+// What is free beyond it (after a burst, a clear, a lowered bound) is
+// given back.
+func vacuumReserve(pages int) int { return max(256, pages/8) }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
 // Retention by age removes every message older than the cutoff — from
@@ -126,48 +127,57 @@ func TestPruneMessagesBeyondTheNewest(t *testing.T) {
 	}
 }
 
-// BenchmarkRetentionSteadyState ingests b.N 4 KB messages into one inbox
-// kept at its 10,000 newest (--max-messages), pruning every 1,000
-// messages as the writer's rounds do, and reports the database file's
-// size (with its WAL) at half time and at the end: with retention on it
-// should stop growing once the inbox is full. Run with -benchtime 100000x.
-func BenchmarkRetentionSteadyState(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "inboxd.db")
-	db, boot, _ := openRunning(b, Options{Path: path, NoFsync: true})
+// A retention round of the writer (PruneNow, as every resolveInterval)
+// prunes the messages past --retention and the events past
+// --event-retention, in slices, and gives the emptied pages back (beyond
+// a reserve for the ingests to come); the
+// young ones stay, and a second round finds nothing.
+func TestRetentionRound(t *testing.T) {
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now,
+		Retention: 30 * 24 * time.Hour, EventRetention: 10 * 24 * time.Hour})
 	ctx := context.Background()
-	size := func() float64 {
-		var total int64
-		for _, p := range []string{path, path + "-wal"} {
-			if fi, err := os.Stat(p); err == nil {
-				total += fi.Size()
-			}
+	ingest := func(i int) Delivered {
+		t.Helper()
+		in := benchMessage(b.Inbox.ID, i, 16<<10)
+		in.ReceivedAt = clk.Now()
+		d, err := db.Ingest(ctx, in)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return float64(total) / (1 << 20)
+		return d[0]
 	}
-	var half float64
-	for i := range b.N {
-		if _, err := db.Ingest(ctx, benchMessage(boot.Inbox.ID, i, 4<<10)); err != nil {
-			b.Fatal(err)
-		}
-		if i%1000 == 999 {
-			for {
-				n, err := db.PruneMessages(ctx, Retention{Keep: 10000}, retentionBatch)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n < retentionBatch {
-					break
-				}
-			}
-			db.reclaim(ctx)
-		}
-		if i == b.N/2 {
-			half = size()
+	for i := range 300 {
+		ingest(i)
+	}
+	clk.Advance(20 * 24 * time.Hour) // the first 300 messages' events are past their retention, not the messages
+	for i := 300; i < 310; i++ {
+		ingest(i)
+	}
+	p, err := db.PruneNow(ctx)
+	if err != nil || p.Messages != 0 || p.Events != 300 {
+		t.Fatalf("first round: %+v %v, want 300 events", p, err)
+	}
+	clk.Advance(15 * 24 * time.Hour) // now the first 300 messages are past theirs
+	young := ingest(310)
+	p, err = db.PruneNow(ctx)
+	if err != nil || p.Messages != 300 || p.Events != 10 || p.Pages < 300*4-vacuumReserve(0) {
+		t.Fatalf("second round: %+v %v, want 300 messages (4 pages and more each), 10 events", p, err)
+	}
+	var messages, events, free, pages int
+	for q, v := range map[string]*int{`SELECT count(*) FROM messages`: &messages, `SELECT count(*) FROM events`: &events,
+		`PRAGMA freelist_count`: &free, `PRAGMA page_count`: &pages} {
+		if err := db.r.QueryRow(q).Scan(v); err != nil {
+			t.Fatal(err)
 		}
 	}
-	b.ReportMetric(half, "MB-at-half")
-	b.ReportMetric(size(), "MB-at-end")
-	if fi, err := os.Stat(path + "-wal"); err == nil {
-		b.ReportMetric(float64(fi.Size())/(1<<20), "MB-wal-at-end")
+	if messages != 11 || events != 1 || free > vacuumReserve(pages) {
+		t.Errorf("left: %d messages, %d events, %d free pages of %d; want 11, 1, at most %d", messages, events, free, pages, vacuumReserve(pages))
+	}
+	if _, err := db.GetMessage(ctx, b.Inbox.ID, young.MessageID); err != nil {
+		t.Errorf("the young message: %v", err)
+	}
+	if p, err := db.PruneNow(ctx); err != nil || p != (Pruned{Took: p.Took}) {
+		t.Errorf("third round: %+v %v, want nothing", p, err)
 	}
 }

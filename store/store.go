@@ -69,7 +69,8 @@ type Options struct {
 	OnDeferredStored func(waited time.Duration)
 	// Retention, when positive, is how long messages are kept, and
 	// MaxMessages, when positive, how many each inbox keeps (the newest):
-	// the writer deletes the rest every resolveInterval (retention.go).
+	// the writer deletes the rest in rounds every resolveInterval
+	// (retention.go).
 	Retention   time.Duration
 	MaxMessages int
 	// EventRetention, when positive, is how long events are kept: the
@@ -112,7 +113,14 @@ type DB struct {
 	eventRetention   time.Duration
 	retention        time.Duration
 	maxMessages      int
-	storeDuplicates  bool
+	autoVacuum       bool // the file's auto_vacuum is INCREMENTAL: retention gives pages back
+
+	// The retention round in progress and its plan, only the writer's
+	// (retention.go); PruneNow asks for one on pruneNow.
+	round           *round
+	planned         chan planned
+	pruneNow        chan chan Pruned
+	storeDuplicates bool
 
 	// searchProbe is the number of matches above which a thread-list
 	// search walks the threads newest first instead of collecting every
@@ -198,11 +206,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch, eventRetention: opts.EventRetention,
 		retention: opts.Retention, maxMessages: opts.MaxMessages,
-		writeQ:  make(chan *writeReq, 256),
-		stopped: make(chan struct{}),
-		changed: make(chan struct{}),
-		bodies:  newBodyPacker(),
-		sq:      newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
+		writeQ:   make(chan *writeReq, 256),
+		stopped:  make(chan struct{}),
+		planned:  make(chan planned, 1),
+		pruneNow: make(chan chan Pruned),
+		changed:  make(chan struct{}),
+		bodies:   newBodyPacker(),
+		sq:       newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
 		readStmts: map[string]*sql.Stmt{},
 
@@ -212,6 +222,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
+	var vacuum int
+	if err := w.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&vacuum); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("auto_vacuum: %w", err)
+	}
+	db.autoVacuum = vacuum == 2 // INCREMENTAL
 	if err := db.prepareWrites(ctx); err != nil {
 		w.Close()
 		return nil, err

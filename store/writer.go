@@ -80,16 +80,64 @@ func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
 // only then answers them. It returns when ctx is done, after committing what
 // was already queued.
 //
-// It also retries deferred messages, and prunes the event log past its
-// retention: once at start (a restart resumes them) and then
-// periodically.
+// It also retries deferred messages, and runs retention rounds (message
+// retention, the event log past its retention, incremental vacuum;
+// retention.go): once at start (a restart resumes them) and then
+// periodically. A round's slices run only while no request waits.
 func (db *DB) Run(ctx context.Context) error {
 	defer close(db.stopped)
+	bg := context.WithoutCancel(ctx)
+	planning := false
+	var asked []chan Pruned // PruneNow callers waiting for the next round
+	// plan starts planning a round: a due one (every resolveInterval), or
+	// one PruneNow asked for.
+	plan := func(due bool) {
+		if planning || db.round != nil || !(due && db.retains() || len(asked) > 0) {
+			return
+		}
+		planning = true
+		waiters := asked
+		asked = nil
+		go func() {
+			r, err := db.planRound(bg)
+			db.planned <- planned{r, err, waiters}
+		}()
+	}
+	begin := func(p planned) {
+		planning = false
+		if p.err != nil {
+			db.log.Error("retention", "err", p.err)
+			p.r = &round{began: time.Now()}
+		}
+		p.r.waiters = p.waiters
+		db.round = p.r // nothing to do: its first step ends it
+	}
 	resolve := func() {
-		if _, err := db.ResolveDeferred(context.WithoutCancel(ctx), ""); err != nil {
+		if _, err := db.ResolveDeferred(bg, ""); err != nil {
 			db.log.Error("resolve deferred messages", "err", err)
 		}
-		db.pruneEvents(context.WithoutCancel(ctx), db.pruneMessages(context.WithoutCancel(ctx)))
+		plan(true)
+	}
+	index := func() {
+		// Committed messages wait at most indexDelay for a pass; a
+		// backlog (after a restart) is worked off while no ingest waits.
+		for more := db.sq.pending(); more && len(db.writeQ) == 0; {
+			more = db.indexInBackground(bg)
+		}
+	}
+	drain := func() {
+		// What was queued before the stop is committed.
+		for {
+			select {
+			case req := <-db.writeQ:
+				db.commitBatch(bg, req)
+			default:
+				if planning {
+					<-db.planned // the planner's reads end before the pools close
+				}
+				return
+			}
+		}
 	}
 	resolve()
 	tick := time.NewTicker(resolveInterval)
@@ -97,39 +145,63 @@ func (db *DB) Run(ctx context.Context) error {
 	indexTick := time.NewTicker(indexDelay)
 	defer indexTick.Stop()
 	for {
+		if db.round != nil && len(db.writeQ) == 0 {
+			// A round in progress: a slice of it, unless something else is due.
+			select {
+			case <-tick.C:
+				resolve()
+			case <-indexTick.C:
+				index()
+			case w := <-db.pruneNow:
+				asked = append(asked, w)
+			case <-ctx.Done():
+				drain()
+				return nil
+			default:
+				db.retentionStep(bg)
+				if db.round == nil {
+					plan(false) // the round PruneNow asked for meanwhile
+				}
+			}
+			continue
+		}
 		var first *writeReq
 		select {
 		case <-tick.C:
 			resolve()
 			continue
 		case <-indexTick.C:
-			// Committed messages wait at most indexDelay for a pass; a
-			// backlog (after a restart) is worked off while no ingest waits.
-			for more := db.sq.pending(); more && len(db.writeQ) == 0; {
-				more = db.indexInBackground(context.WithoutCancel(ctx))
-			}
+			index()
+			continue
+		case w := <-db.pruneNow:
+			asked = append(asked, w)
+			plan(false)
+			continue
+		case p := <-db.planned:
+			begin(p)
 			continue
 		case first = <-db.writeQ:
 			if first.probe {
-				first.done <- db.probeWrite(context.WithoutCancel(ctx))
+				first.done <- db.probeWrite(bg)
 				continue
 			}
 		case <-ctx.Done():
-			// Drain: what was queued before the stop is committed.
-			for {
-				select {
-				case req := <-db.writeQ:
-					db.commitBatch(context.WithoutCancel(ctx), req)
-				default:
-					return nil
-				}
-			}
+			drain()
+			return nil
 		}
-		db.commitBatch(context.WithoutCancel(ctx), first)
+		db.commitBatch(bg, first)
 		if db.sq.backlogged() {
-			db.indexInBackground(context.WithoutCancel(ctx))
+			db.indexInBackground(bg)
 		}
 	}
+}
+
+// planned is a round planned off the writer, with the PruneNow callers it
+// answers.
+type planned struct {
+	r       *round
+	err     error
+	waiters []chan Pruned
 }
 
 // maxBatchBytes bounds the raw bytes of one group commit, so a batch of
