@@ -194,13 +194,23 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	})
 	reg.MustRegister(deferredWait, duplicates, batches, commits)
 	smtpMetrics, httpMetrics := smtp.NewMetrics(reg), api.NewMetrics(reg)
-	if s.db, err = store.Open(ctx, store.Options{
+	// Opening may migrate (minutes for a large database): meanwhile the
+	// listeners answer 421 and 503 rather than leave clients hanging.
+	var httpTLS *tls.Config
+	if s.certs != nil && s.certs.https {
+		httpTLS = s.certs.TLSConfig(false) // HTTP/1.1 is all the answer needs
+	}
+	stopAnswering := answerWhileOpening(c.Hostname, openingListener{l: s.smtpLn}, openingListener{l: s.smtpsLn, tls: s.smtpTLS()},
+		openingListener{l: s.httpLn, tls: httpTLS, http: true})
+	s.db, err = store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
 		OnDeferredStored: func(d time.Duration) { deferredWait.Observe(d.Seconds()) },
 		OnDuplicate:      duplicates.Inc, StoreDuplicates: c.StoreDuplicates,
 		OnBatch:   func(n int, took time.Duration) { batches.Observe(float64(n)); commits.Observe(took.Seconds()) },
 		Retention: c.Retention, MaxMessages: c.MaxMessages, EventRetention: c.EventRetention,
-	}); err != nil {
+	})
+	stopAnswering()
+	if err != nil {
 		return nil, err
 	}
 	db := s.db
