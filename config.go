@@ -118,10 +118,15 @@ func (l *durationList) Set(v string) error {
 }
 
 // days is a duration flag that also takes whole days, "30d", as the
-// retention flags are usually said; it prints as Go does (720h0m0s).
+// retention flags are usually said, and prints whole days so too.
 type days time.Duration
 
-func (d *days) String() string { return time.Duration(*d).String() }
+func (d *days) String() string {
+	if t := time.Duration(*d); t != 0 && t%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(t/(24*time.Hour)), 10) + "d"
+	}
+	return time.Duration(*d).String()
+}
 
 func (d *days) Set(v string) error {
 	if n, ok := strings.CutSuffix(v, "d"); ok {
