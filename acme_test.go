@@ -42,8 +42,10 @@ func freePort(t *testing.T) int {
 type pebbleCA struct {
 	directory string         // the ACME directory URL
 	caFile    string         // the PEM that verifies the directory's own HTTPS
-	roots     *x509.CertPool // pebble's issuing root: what its certificates chain to
 	stop      func()
+	// roots fetches pebble's issuing root (what its certificates chain
+	// to) from its management listener.
+	roots func() *x509.CertPool
 }
 
 // startPebble runs pebble validating tls-alpn-01 on tlsPort and http-01
@@ -88,23 +90,23 @@ func startPebble(t *testing.T, tlsPort, httpPort int) *pebbleCA {
 		"-defaultIPv4", "127.0.0.1", "-defaultIPv6", "")
 	stop := run("ACME directory available at", "pebble", "-config", cfgFile, "-dnsserver", "127.0.0.1:"+strconv.Itoa(dns))
 
-	// pebble logs its listeners just before it binds them: the
-	// management one may still be coming up.
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	var resp *http.Response
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		if resp, err = client.Get(fmt.Sprintf("https://127.0.0.1:%d/roots/0", mgmt)); err == nil {
-			break
-		} else if time.Now().After(deadline) {
+	// pebble logs its management listener before it binds it, in a
+	// goroutine of its own: ask for the root once pebble has served a
+	// whole order, not at its start.
+	roots := func() *x509.CertPool {
+		t.Helper()
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/roots/0", mgmt))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	pem, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	roots := x509.NewCertPool()
-	if err != nil || !roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("pebble's root: %v %q", err, pem)
+		pem, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		p := x509.NewCertPool()
+		if err != nil || !p.AppendCertsFromPEM(pem) {
+			t.Fatalf("pebble's root: %v %q", err, pem)
+		}
+		return p
 	}
 	return &pebbleCA{directory: fmt.Sprintf("https://127.0.0.1:%d/dir", listen), caFile: certFile, roots: roots, stop: stop}
 }
@@ -136,6 +138,7 @@ func TestACMEWithPebble(t *testing.T) {
 		"--acme-http-addr", "127.0.0.1:" + strconv.Itoa(http01Port), "--smtps-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}
 	s := startServer(t, data, args...)
 	s.stderr.await(t, `msg="tls: certificate ready" domain=`+regexp.QuoteMeta(acmeDomain))
+	roots := ca.roots()
 	if got, want := s.srv.HTTPURL(), "https://"+acmeDomain+":"+strconv.Itoa(httpsPort); got != want {
 		t.Errorf("HTTPURL %s, want %s", got, want)
 	}
@@ -145,7 +148,7 @@ func TestACMEWithPebble(t *testing.T) {
 		// HTTPS by name, verified against pebble's root.
 		dialer := &net.Dialer{}
 		hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true,
-			TLSClientConfig: &tls.Config{RootCAs: ca.roots, ServerName: acmeDomain},
+			TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: acmeDomain},
 			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				return dialer.DialContext(ctx, network, s.http)
 			}}}
@@ -159,8 +162,8 @@ func TestACMEWithPebble(t *testing.T) {
 		}
 		// SMTP STARTTLS by name, and with no name at all.
 		for _, cfg := range []*tls.Config{
-			{RootCAs: ca.roots, ServerName: acmeDomain},
-			{InsecureSkipVerify: true, VerifyConnection: verifyDomain(ca.roots)},
+			{RootCAs: roots, ServerName: acmeDomain},
+			{InsecureSkipVerify: true, VerifyConnection: verifyDomain(roots)},
 		} {
 			c, err := gosmtp.DialStartTLS(s.smtp, cfg)
 			if err == nil {
@@ -172,7 +175,7 @@ func TestACMEWithPebble(t *testing.T) {
 			}
 		}
 		// Implicit TLS dialled by IP: Go sends no SNI for an IP literal.
-		conn, err := tls.Dial("tcp", s.srv.SMTPSAddr(), &tls.Config{InsecureSkipVerify: true, VerifyConnection: verifyDomain(ca.roots)})
+		conn, err := tls.Dial("tcp", s.srv.SMTPSAddr(), &tls.Config{InsecureSkipVerify: true, VerifyConnection: verifyDomain(roots)})
 		if err != nil {
 			t.Fatalf("SMTPS without SNI: %v", err)
 		}

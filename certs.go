@@ -31,9 +31,6 @@ import (
 // --smtps-addr alike; it counts and logs what fails and never panics.
 type certs struct {
 	log *slog.Logger
-	// https says the API and console are served over TLS (files or
-	// ACME; the self-signed certificate is SMTP's alone).
-	https bool
 	// acme is nil without --acme-domain; domains[0] is the default name.
 	acme    *autocert.Manager
 	domains []string
@@ -76,7 +73,6 @@ func newCerts(c Config, log *slog.Logger, reg prometheus.Registerer) (*certs, er
 		if err := s.reload(); err != nil {
 			return nil, fmt.Errorf("load TLS certificate: %w", err)
 		}
-		s.https = true
 	case len(c.ACMEDomains) > 0:
 		client := &acme.Client{DirectoryURL: c.ACMEDirectory, UserAgent: "inboxd/" + strings.Fields(buildVersion())[0]}
 		if c.ACMECAFile != "" {
@@ -98,7 +94,6 @@ func newCerts(c Config, log *slog.Logger, reg prometheus.Registerer) (*certs, er
 			Email:      c.ACMEEmail,
 			Client:     client,
 		}
-		s.https = true
 	case c.SMTPTLSSelfSigned:
 		cfg, err := smtp.SelfSignedTLS(c.Hostname)
 		if err != nil {
@@ -175,9 +170,21 @@ func (s *certs) reload() error {
 	return nil
 }
 
-// TLSConfig is the configuration of one listener; withALPN adds HTTP/2
-// and, with ACME, the tls-alpn-01 challenge protocol.
+// HTTPS says the API and console are served over TLS: with files or
+// ACME (the self-signed certificate is SMTP's alone). A nil certs (no
+// TLS at all) says no.
+func (s *certs) HTTPS() bool { return s != nil && (s.files != nil || s.acme != nil) }
+
+// ACME says the certificates come from --acme-domain.
+func (s *certs) ACME() bool { return s != nil && s.acme != nil }
+
+// TLSConfig is the configuration of one listener (nil without TLS);
+// withALPN adds HTTP/2 and, with ACME, the tls-alpn-01 challenge
+// protocol.
 func (s *certs) TLSConfig(withALPN bool) *tls.Config {
+	if s == nil {
+		return nil
+	}
 	cfg := &tls.Config{GetCertificate: s.GetCertificate, MinVersion: tls.VersionTLS12}
 	if withALPN {
 		cfg.NextProtos = []string{"h2", "http/1.1"}
@@ -257,9 +264,6 @@ func (s *certs) settle(err error) {
 // runs once the HTTPS listener serves (the CA's tls-alpn-01 probe
 // connects to it) and its failure is only logged and counted.
 func (s *certs) Obtain(ctx context.Context) {
-	if s.acme == nil {
-		return
-	}
 	// A hello as Go's client sends it: ECDSA is fine.
 	hello := &tls.ClientHelloInfo{ServerName: s.domains[0], CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}
 	done := make(chan struct{})

@@ -63,10 +63,7 @@ func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := findChromium()
 	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium: the browser tests must run in CI (.ci/run installs chromium)")
-		}
-		t.Skip("no Chromium on PATH: apt-get install chromium fonts-noto-cjk to run the browser tests")
+		corpus.SkipOrFail(t, "no Chromium on PATH: apt-get install chromium fonts-noto-cjk to run the browser tests (.ci/run installs them)")
 	}
 	sharedBrowser.once.Do(func() {
 		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
@@ -162,25 +159,37 @@ func eval[T any](tb *tab, expr string) T {
 	return v
 }
 
-// wait polls the browser, an external process, until expr is true or 15 s
-// have passed. (chromedp.Poll compiles its predicate with new Function,
-// which the console's policy refuses.)
-func (tb *tab) wait(what, expr string) {
-	tb.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
+// poll asks ok, about every 20 ms, until it says yes or within has
+// passed, and returns its last answer. The browser is an external
+// process: there is no event to wait on, only its state to read.
+func poll(within time.Duration, ok func() bool) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		if ok() {
+			return true
 		}
 		if time.Now().After(deadline) {
-			res, _ := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`performance.getEntriesByType('resource').map(e => e.name + ' ' + Math.round(e.duration)).join('\n')`))
-			tb.t.Fatalf("waiting for %s: %v\npage:\n%s\nrequests:\n%s", what, err, tb.text(), res)
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// wait polls the browser until expr is true or 15 s have passed.
+// (chromedp.Poll compiles its predicate with new Function, which the
+// console's policy refuses.)
+func (tb *tab) wait(what, expr string) {
+	tb.t.Helper()
+	var err error
+	if poll(15*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+		defer cancel()
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		return err == nil && ok
+	}) {
+		return
+	}
+	res, _ := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`performance.getEntriesByType('resource').map(e => e.name + ' ' + Math.round(e.duration)).join('\n')`))
+	tb.t.Fatalf("waiting for %s: %v\npage:\n%s\nrequests:\n%s", what, err, tb.text(), res)
 }
 
 // text is what the page shows, for failure messages.
@@ -475,12 +484,12 @@ func TestConsoleFlows(t *testing.T) {
 			t.Errorf("iframe sandbox=%q", sandbox)
 		}
 		text := ""
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(text, "the plan") && time.Now().Before(deadline); {
+		poll(10*time.Second, func() bool {
 			if len(mailFrames(t, tb)) > 0 {
 				text = frameText(t, tb, 0)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return strings.Contains(text, "the plan")
+		})
 		if !strings.Contains(text, "Third, in HTML: the plan") {
 			t.Errorf("the frame shows %q", text)
 		}
@@ -493,10 +502,7 @@ func TestConsoleFlows(t *testing.T) {
 		}
 		tb.click("article.message[data-seq='3'] button.load-images", "Load remote images")
 		tb.wait("the remote image", `document.querySelector('iframe.mail').src.endsWith('?images=remote')`)
-		deadline := time.Now().Add(10 * time.Second)
-		for len(frameAttrs(t, tb, 0, "IMG")) == 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		poll(10*time.Second, func() bool { return len(frameAttrs(t, tb, 0, "IMG")) > 0 })
 		if imgs := frameAttrs(t, tb, 0, "IMG"); len(imgs) != 1 || imgs[0]["src"] != "https://tracker.example/p.gif" {
 			t.Errorf("after the click: %v", imgs)
 		}
@@ -1007,10 +1013,7 @@ func TestConsoleScreenshotsAndLargeThread(t *testing.T) {
 				tb.wait(v.name, v.ready)
 				if v.name == "thread" {
 					// The frame's document, painted.
-					deadline := time.Now().Add(10 * time.Second)
-					for len(mailFrames(t, tb)) == 0 && time.Now().Before(deadline) {
-						time.Sleep(20 * time.Millisecond)
-					}
+					poll(10*time.Second, func() bool { return len(mailFrames(t, tb)) > 0 })
 				}
 				png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
 				if err != nil {

@@ -75,13 +75,13 @@ func (s *server) HTTPAddr() string { return s.httpLn.Addr().String() }
 // (files or ACME), and with ACME the domain's name.
 func (s *server) HTTPURL() string {
 	switch {
-	case s.certs != nil && s.certs.acme != nil:
+	case s.certs.ACME():
 		host := s.certs.domains[0]
 		if _, port, _ := net.SplitHostPort(s.HTTPAddr()); port != "443" {
 			host = net.JoinHostPort(host, port)
 		}
 		return "https://" + host
-	case s.certs != nil && s.certs.https:
+	case s.certs.HTTPS():
 		return "https://" + s.HTTPAddr()
 	}
 	return "http://" + s.HTTPAddr()
@@ -153,7 +153,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	if s.httpLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
-	if s.certs != nil && s.certs.acme != nil {
+	if s.certs.ACME() {
 		s.acmeLn = listenACMEHTTP(c.ACMEHTTPAddr, log)
 	}
 	if c.MetricsAddr != "" {
@@ -197,10 +197,10 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// Opening may migrate (minutes for a large database): meanwhile the
 	// listeners answer 421 and 503 rather than leave clients hanging.
 	var httpTLS *tls.Config
-	if s.certs != nil && s.certs.https {
+	if s.certs.HTTPS() {
 		httpTLS = s.certs.TLSConfig(false) // HTTP/1.1 is all the answer needs
 	}
-	stopAnswering := answerWhileOpening(c.Hostname, openingListener{l: s.smtpLn}, openingListener{l: s.smtpsLn, tls: s.smtpTLS()},
+	stopAnswering := answerWhileOpening(c.Hostname, openingListener{l: s.smtpLn}, openingListener{l: s.smtpsLn, tls: s.certs.TLSConfig(false)},
 		openingListener{l: s.httpLn, tls: httpTLS, http: true})
 	s.db, err = store.Open(ctx, store.Options{
 		Path: filepath.Join(c.Data, "inboxd.db"), NoFsync: !c.Fsync, Logger: log,
@@ -270,7 +270,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		MaxSessionsPerIP: c.SMTPMaxSessionsPerIP,
 		CommandTimeout:   c.SMTPCommandTimeout,
 		SessionTimeout:   c.SMTPSessionTimeout,
-		TLS:              s.smtpTLS(),
+		TLS:              s.certs.TLSConfig(false),
 		AuthInsecure:     c.SMTPAuthInsecure,
 		AuthAcceptAny:    c.SMTPAuthAcceptAny,
 		Accept:           c.Accept,
@@ -309,7 +309,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// deadline each.
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // handshake noise from scanners
-	if s.certs != nil && s.certs.https {
+	if s.certs.HTTPS() {
 		// A certificate (files or ACME) serves the API, console and /mcp
 		// over HTTPS too (HTTP/2 included); the generated SMTP
 		// certificate does not.
@@ -350,7 +350,7 @@ func (s *server) Run(ctx context.Context) error {
 	start("webhook", func() error { return s.hooks.Run(workerCtx) })
 	start("smtp", func() error { return s.smtp.Serve(s.smtpLn) })
 	if s.smtpsLn != nil {
-		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.smtpTLS()) })
+		start("smtps", func() error { return s.smtp.ServeTLS(s.smtpsLn, s.certs.TLSConfig(false)) })
 	}
 	start("http", func() error {
 		if s.http.TLSConfig != nil {
@@ -378,11 +378,11 @@ func (s *server) Run(ctx context.Context) error {
 	if s.metricsLn != nil {
 		attrs = append(attrs, "metrics", s.MetricsAddr())
 	}
-	if s.certs != nil && s.certs.acme != nil {
+	if s.certs.ACME() {
 		attrs = append(attrs, "acme", strings.Join(s.certs.domains, ","))
 	}
 	s.log.Info("inboxd started", append(attrs, "data", s.cfg.Data, "project", s.project)...)
-	if s.certs != nil {
+	if s.certs.ACME() {
 		go s.certs.Obtain(workerCtx)
 	}
 
@@ -421,15 +421,6 @@ func (s *server) Run(ctx context.Context) error {
 	<-writerDone
 	s.log.Info("stopped")
 	return runErr
-}
-
-// smtpTLS is the configuration of STARTTLS and --smtps-addr: nil without
-// a certificate.
-func (s *server) smtpTLS() *tls.Config {
-	if s.certs == nil {
-		return nil
-	}
-	return s.certs.TLSConfig(false)
 }
 
 func serveHTTP(srv *http.Server, l net.Listener) error {

@@ -8,7 +8,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -175,16 +174,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.app.Ready(ctx); err != nil {
-		var stalled *app.Error
-		if errors.As(err, &stalled) {
-			s.log.Error("readyz: " + stalled.Message)
-			s.writeError(w, r, stalled)
-			return
-		}
-		s.log.Error("readyz: database", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
-			"error": map[string]string{"code": "temporarily_unavailable", "message": "Database is not available."},
-		})
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

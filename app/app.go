@@ -125,19 +125,23 @@ type Decoder func(v any) error
 
 // Ready checks that the database answers reads and is writable (the
 // writer takes the write lock) and that every worker has run lately
-// (readiness; /readyz and healthcheck). A stalled worker is an
-// ETemporarilyUnavailable that names it; the database's trouble is
-// returned as it is.
+// (readiness; /readyz and healthcheck). What is not ready is logged and
+// answered as an ETemporarilyUnavailable: a stalled worker by name, the
+// database's trouble without its detail.
 func (a *App) Ready(ctx context.Context) error {
-	if err := a.db.Ping(ctx); err != nil {
-		return err
+	err := a.db.Ping(ctx)
+	if err == nil {
+		err = a.db.Ready(ctx)
 	}
-	if err := a.db.Ready(ctx); err != nil {
-		return err
+	if err != nil {
+		a.log.Error("ready: database", "err", err)
+		return Errorf(ETemporarilyUnavailable, "Database is not available.")
 	}
 	for _, h := range a.heartbeats {
 		if silent := time.Since(h.Last()); silent > HeartbeatStale {
-			return Errorf(ETemporarilyUnavailable, "The %s worker has not run for %s.", h.Name, silent.Round(time.Second))
+			e := Errorf(ETemporarilyUnavailable, "The %s worker has not run for %s.", h.Name, silent.Round(time.Second))
+			a.log.Error("ready: " + e.Message)
+			return e
 		}
 	}
 	return nil
