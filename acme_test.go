@@ -40,8 +40,8 @@ func freePort(t *testing.T) int {
 // pebbleCA is a real ACME server on loopback: Debian's pebble, with
 // pebble-challtestsrv as its DNS answering every name with 127.0.0.1.
 type pebbleCA struct {
-	directory string         // the ACME directory URL
-	caFile    string         // the PEM that verifies the directory's own HTTPS
+	directory string // the ACME directory URL
+	caFile    string // the PEM that verifies the directory's own HTTPS
 	stop      func()
 	// roots fetches pebble's issuing root (what its certificates chain
 	// to) from its management listener.
