@@ -16,7 +16,7 @@ import (
 )
 
 // A message's text, html and extracted_text are stored packed in
-// bodies.packed: the three together are about as large as the raw message
+// messages.body: the three together are about as large as the raw message
 // (html repeats the text with markup, extracted_text is most of the text),
 // and one deflate stream over all three stores them in a fifth of that.
 // That is what keeps a stored message under 3× its raw size (issue 7).
@@ -32,8 +32,8 @@ import (
 //	         left out when it is the first len(extracted_text) bytes of
 //	         text (ExtractReply mostly cuts history off the end)
 //
-// Rows written before migration 0007 have packed NULL and the three plain
-// columns set; GetBody reads both.
+// Rows written before migration 0007 had the three plain; migration 0014
+// packed them.
 const (
 	packFormat = 1
 
@@ -209,8 +209,7 @@ func (bp *bodyPacker) unpack(packed []byte) (Body, error) {
 // reader holds a piece and a decompressor, never the text nor the whole
 // packed body: a 19 MB text packs to some 8 MB, and the body route served
 // a dozen readers of it at once with 150 MB each when it unpacked it
-// (issue 13). Rows stored before migration 0007 are read from their plain
-// columns.
+// (issue 13).
 type BodyParts struct {
 	Text, HTML    *BodyPart // nil when the message has no such part
 	ExtractedText BodyPart
@@ -218,14 +217,13 @@ type BodyParts struct {
 
 // BodyPart is one part of a stored body.
 type BodyPart struct {
-	src      *packedStream // nil for a plain row
+	src      *packedStream // nil in the zero BodyPart
 	off, len uint64        // of the part in the decompressed stream
-	plain    string
 }
 
 // packedStream is where a packed body's deflate stream is read from: the
 // bytes read with the row when the body is small (almost all are), or
-// else bodies.packed from start to end, piece by piece.
+// else messages.body from start to end, piece by piece.
 type packedStream struct {
 	bp         *bodyPacker
 	data       []byte
@@ -246,7 +244,7 @@ const bodyPieces = 8
 // short text. Close it: it holds a decompressor.
 func (p *BodyPart) Open(ctx context.Context) io.ReadCloser {
 	if p.src == nil || p.len == 0 {
-		return io.NopCloser(strings.NewReader(p.plain))
+		return io.NopCloser(strings.NewReader(""))
 	}
 	var src io.Reader = bytes.NewReader(p.src.data)
 	if p.src.db != nil {
@@ -311,7 +309,7 @@ func (pr *partReader) Close() error {
 	return nil
 }
 
-// pieceReader reads bodies.packed from off to s.end, a piece at a time.
+// pieceReader reads messages.body from off to s.end, a piece at a time.
 // Pieces are separate queries, not one transaction: a slow client must
 // not hold a read connection, and a stored body never changes (a message
 // deleted meanwhile is an error).
@@ -327,7 +325,7 @@ type pieceError struct{ err error }
 
 func (e *pieceError) Error() string { return e.err.Error() }
 
-const sqlBodyPiece = `SELECT substr(packed, ?, ?) FROM bodies WHERE message_id = ?`
+const sqlBodyPiece = `SELECT substr(body, ?, ?) FROM messages WHERE id = ?`
 
 func (r *pieceReader) fill() error {
 	if r.off >= r.s.end {
@@ -374,31 +372,33 @@ func (r *pieceReader) ReadByte() (byte, error) {
 // maxPackHeader is the longest header of a packed body.
 const maxPackHeader = 2 + 3*binary.MaxVarintLen64
 
-// Rows of a body: the plain columns (before migration 0007), the length of
-// packed, and packed itself when it is at most blobChunk, else its header.
-const sqlOpenBody = `SELECT text, html, extracted_text, length(packed),
-	CASE WHEN length(packed) <= ? THEN packed ELSE substr(packed, 1, ?) END FROM bodies WHERE message_id = ?`
+// A body: its length, and the packed body itself when it is at most
+// blobChunk, else its header. NULL: the message has no body.
+const sqlOpenBody = `SELECT length(body),
+	CASE WHEN length(body) <= ? THEN body ELSE substr(body, 1, ?) END FROM messages WHERE id = ?`
 
 // OpenBody returns a message's parsed body to be read part by part,
 // without unpacking it whole (see BodyParts).
 func (db *DB) OpenBody(ctx context.Context, messageID string) (BodyParts, error) {
-	var text, html, extracted sql.NullString
 	var size sql.NullInt64
 	var packed []byte
-	err := db.r.QueryRowContext(ctx, sqlOpenBody, blobChunk, maxPackHeader, messageID).Scan(&text, &html, &extracted, &size, &packed)
+	err := db.r.QueryRowContext(ctx, sqlOpenBody, blobChunk, maxPackHeader, messageID).Scan(&size, &packed)
+	if err == nil && !size.Valid {
+		err = sql.ErrNoRows
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return BodyParts{}, fmt.Errorf("body %s: %w", messageID, ErrNotFound)
 	}
 	if err != nil {
 		return BodyParts{}, fmt.Errorf("body: %w", err)
 	}
-	return db.openedBody(messageID, text, html, extracted, size, packed)
+	return db.openedBody(messageID, size.Int64, packed)
 }
 
 // sqlOpenBodies is sqlOpenBody for a JSON list of message ids.
-const sqlOpenBodies = `SELECT message_id, text, html, extracted_text, length(packed),
-	CASE WHEN length(packed) <= ? THEN packed ELSE substr(packed, 1, ?) END FROM bodies
-	WHERE message_id IN (SELECT value FROM json_each(?))`
+const sqlOpenBodies = `SELECT id, length(body),
+	CASE WHEN length(body) <= ? THEN body ELSE substr(body, 1, ?) END FROM messages
+	WHERE id IN (SELECT value FROM json_each(?)) AND body IS NOT NULL`
 
 // OpenBodies is OpenBody for several messages in one query (a page of a
 // thread read with its bodies), by message id; a message without a body
@@ -415,13 +415,12 @@ func (db *DB) OpenBodies(ctx context.Context, messageIDs []string) (map[string]B
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		var text, html, extracted sql.NullString
-		var size sql.NullInt64
+		var size int64
 		var packed []byte
-		if err := rows.Scan(&id, &text, &html, &extracted, &size, &packed); err != nil {
+		if err := rows.Scan(&id, &size, &packed); err != nil {
 			return nil, fmt.Errorf("bodies: %w", err)
 		}
-		if out[id], err = db.openedBody(id, text, html, extracted, size, packed); err != nil {
+		if out[id], err = db.openedBody(id, size, packed); err != nil {
 			return nil, err
 		}
 	}
@@ -437,25 +436,15 @@ func (db *DB) OpenBodies(ctx context.Context, messageIDs []string) (map[string]B
 }
 
 // openedBody is the BodyParts of a row of sqlOpenBody.
-func (db *DB) openedBody(messageID string, text, html, extracted sql.NullString, size sql.NullInt64, packed []byte) (BodyParts, error) {
-	if !size.Valid { // stored before migration 0007
-		parts := BodyParts{ExtractedText: BodyPart{plain: extracted.String}}
-		if text.Valid {
-			parts.Text = &BodyPart{plain: text.String}
-		}
-		if html.Valid {
-			parts.HTML = &BodyPart{plain: html.String}
-		}
-		return parts, nil
-	}
+func (db *DB) openedBody(messageID string, size int64, packed []byte) (BodyParts, error) {
 	h, err := parsePacked(packed)
 	if err != nil {
 		return BodyParts{}, fmt.Errorf("body %s: %w", messageID, err)
 	}
 	src := &packedStream{bp: &db.bodies, data: h.stream}
-	if size.Int64 > int64(len(packed)) {
-		src = &packedStream{bp: &db.bodies, db: db, messageID: messageID, start: int64(len(packed) - len(h.stream)), end: size.Int64,
-			piece: max(blobChunk, (size.Int64+bodyPieces-1)/bodyPieces)}
+	if size > int64(len(packed)) {
+		src = &packedStream{bp: &db.bodies, db: db, messageID: messageID, start: int64(len(packed) - len(h.stream)), end: size,
+			piece: max(blobChunk, (size+bodyPieces-1)/bodyPieces)}
 	}
 	part := func(off, n uint64) BodyPart { return BodyPart{src: src, off: off, len: n} }
 	text0, html0 := part(0, h.lens[0]), part(h.lens[0], h.lens[1])

@@ -73,29 +73,6 @@ func TestPackedBodyRejectsDamage(t *testing.T) {
 	}
 }
 
-// Bodies stored before migration 0007 (plain columns, packed NULL) still
-// read the same.
-func TestGetBodyReadsPlainRows(t *testing.T) {
-	db, b := openTest(t)
-	ctx := context.Background()
-	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Subject: x\r\n\r\nnew text\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := d[0].MessageID
-	got, err := db.GetBody(ctx, id)
-	if err != nil || got.Text == nil || *got.Text != "new text\n" || got.HTML != nil || got.ExtractedText != "new text" {
-		t.Fatalf("packed row: %+v %v", got, err)
-	}
-	if _, err := db.w.Exec(`UPDATE bodies SET text = 'old text', html = NULL, extracted_text = 'old', packed = NULL WHERE message_id = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	got, err = db.GetBody(ctx, id)
-	if err != nil || got.Text == nil || *got.Text != "old text" || got.HTML != nil || got.ExtractedText != "old" {
-		t.Fatalf("plain row: %+v %v", got, err)
-	}
-}
-
 // overflowingLengths rewrites packed's header so that len(text) is 2^64-5
 // and len(html) 16: their sum wraps to the 11 bytes the stream holds.
 func overflowingLengths(packed []byte) []byte {
@@ -185,15 +162,14 @@ func TestOpenBodyReadsPartsAsGetBody(t *testing.T) {
 }
 
 // A damaged packed body is an error from Read, never a short text, and so
-// is a body deleted while it is read; rows from before migration 0007 are
-// read from their plain columns.
+// is a body deleted while it is read.
 func TestOpenBodyFailures(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
 	for _, size := range []int{10 << 10, 3 << 20} { // read with the row, in pieces
 		text := randomText(size, 2)
 		id := ingestParsed(t, db, b.Inbox.ID, fmt.Sprint(size), &message.Parsed{Text: text, HasText: true, ExtractedText: text})
-		if _, err := db.w.Exec(`UPDATE bodies SET packed = substr(packed, 1, length(packed) - 100) WHERE message_id = ?`, id); err != nil {
+		if _, err := db.w.Exec(`UPDATE messages SET body = substr(body, 1, length(body) - 100) WHERE id = ?`, id); err != nil {
 			t.Fatal(err)
 		}
 		parts, err := db.OpenBody(ctx, id)
@@ -216,7 +192,7 @@ func TestOpenBodyFailures(t *testing.T) {
 	if _, err := io.ReadFull(r, make([]byte, 1000)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.w.Exec(`DELETE FROM bodies WHERE message_id = ?`, id); err != nil {
+	if _, err := db.w.Exec(`DELETE FROM messages WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := io.Copy(io.Discard, r); !errors.Is(err, ErrNotFound) {
@@ -226,25 +202,11 @@ func TestOpenBodyFailures(t *testing.T) {
 		t.Errorf("deleted body: %v", err)
 	}
 
-	id = ingestParsed(t, db, b.Inbox.ID, "plain", &message.Parsed{Text: "new", HasText: true, ExtractedText: "new"})
-	if _, err := db.w.Exec(`UPDATE bodies SET text = 'old text', html = '<p>old</p>', extracted_text = 'old', packed = NULL WHERE message_id = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	parts, err = db.OpenBody(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err1 := readPart(t, parts.Text)
-	html, err2 := readPart(t, parts.HTML)
-	extracted, err3 := readPart(t, &parts.ExtractedText)
-	if text != "old text" || html != "<p>old</p>" || extracted != "old" || errors.Join(err1, err2, err3) != nil {
-		t.Errorf("plain row: %q %q %q %v", text, html, extracted, errors.Join(err1, err2, err3))
-	}
 }
 
 // OpenBodies opens what OpenBody opens, for several messages in one
-// query: small bodies, large ones read in pieces and rows from before
-// migration 0007 alike; a message without a body is not found.
+// query: small bodies and large ones read in pieces alike; a message
+// without a body is not found.
 func TestOpenBodies(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
@@ -253,15 +215,11 @@ func TestOpenBodies(t *testing.T) {
 	for key, m := range map[string]message.Parsed{
 		"small": {Text: "hello", HasText: true, HTML: "<p>hello</p>", HasHTML: true, ExtractedText: "hello"},
 		"large": {Text: large, HasText: true, ExtractedText: large[:1000]},
-		"plain": {Text: "new", HasText: true, ExtractedText: "new"},
 	} {
 		ids = append(ids, ingestParsed(t, db, b.Inbox.ID, "bodies-"+key, &m))
 	}
-	if _, err := db.w.Exec(`UPDATE bodies SET text = 'old', html = NULL, extracted_text = 'old', packed = NULL WHERE message_id = ?`, ids[2]); err != nil {
-		t.Fatal(err)
-	}
 	all, err := db.OpenBodies(ctx, ids)
-	if err != nil || len(all) != 3 {
+	if err != nil || len(all) != 2 {
 		t.Fatalf("%d bodies, %v", len(all), err)
 	}
 	for _, id := range ids {

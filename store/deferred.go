@@ -185,8 +185,8 @@ func (db *DB) ConfirmMessageID(ctx context.Context, messageID, finalID string) (
 			return err
 		}
 		if finalID != "" && finalID != own {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`,
-				inboxID, finalID, messageID); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_aliases (inbox_id, rfc_message_id, message)
+				SELECT ?, ?, pk FROM messages WHERE id = ?`, inboxID, finalID, messageID); err != nil {
 				return fmt.Errorf("record alias: %w", err)
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM missing_parents WHERE inbox_id = ? AND rfc_message_id = ?`, inboxID, finalID); err != nil {

@@ -18,10 +18,12 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 	if dsn == nil || dsn.OriginalMessageID == "" {
 		return nil
 	}
-	// message_ids holds every id a message is known by, including the one a
-	// relay assigned, so a DSN naming either finds it.
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.id FROM message_ids i JOIN messages m ON m.id = i.message_id
-		WHERE i.inbox_id = ? AND i.rfc_message_id = ? AND m.inbox_id = i.inbox_id AND m.direction = 'outbound'`,
+	// A message is known by its own id and by the aliases a relay gave it,
+	// so a DSN naming either finds it.
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM messages WHERE inbox_id = ?1 AND rfc_message_id = ?2 AND direction = 'outbound'
+		UNION
+		SELECT m.id FROM message_aliases a JOIN messages m ON m.pk = a.message
+			WHERE a.inbox_id = ?1 AND a.rfc_message_id = ?2 AND m.inbox_id = a.inbox_id AND m.direction = 'outbound'`,
 		inboxID, dsn.OriginalMessageID)
 	if err != nil {
 		return fmt.Errorf("find bounced message: %w", err)

@@ -45,8 +45,11 @@ const (
 	sqlEventTargets = `SELECT i.project_id, i.environment, e.id, e.event_types, e.inbox_ids
 		FROM inboxes i LEFT JOIN webhook_endpoints e ON e.project_id = i.project_id AND e.enabled = 1
 		WHERE i.id = ?`
-	sqlInsertEvent = `INSERT INTO events (id, project_id, inbox_id, type, environment, body, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	// A seq is never handed out twice, even after retention emptied the
+	// log: events_floor holds the last seq it deleted (migration 0014).
+	sqlInsertEvent = `INSERT INTO events (seq, id, project_id, inbox_id, type, environment, body, created_at)
+		VALUES (` + sqlLastEventSeq + ` + 1, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	sqlLastEventSeq          = `max(coalesce((SELECT max(seq) FROM events), 0), (SELECT seq FROM events_floor))`
 	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, next_attempt_at, created_at)
 		VALUES (?, ?, ?, ?, ?)`
 )
@@ -253,11 +256,10 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 }
 
 // EventsAppended is how many events the log has ever held: the last
-// sequence number AUTOINCREMENT handed out (a counter: deleting events
-// never lowers it).
+// sequence number handed out (a counter: deleting events never lowers it).
 func (db *DB) EventsAppended(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`).Scan(&n)
+	err := db.r.QueryRowContext(ctx, `SELECT `+sqlLastEventSeq).Scan(&n)
 	return n, err
 }
 
@@ -324,7 +326,10 @@ func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int
 		if n == 0 {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, through)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, through); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through)
 		return err
 	})
 	if err != nil {

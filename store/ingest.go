@@ -109,7 +109,7 @@ type prepared struct {
 	candidates []thread.Candidate
 	cols       messageColumns
 	fts        [3]string
-	body       []byte // bodies.packed (body.go)
+	body       []byte // messages.body, packed (body.go)
 }
 
 type messageColumns struct {
@@ -354,10 +354,17 @@ const (
 	// A deleted copy keeps threading its replies but is no longer there
 	// to be a duplicate of: its hash is left out, so a redelivery after a
 	// delete is stored again.
-	sqlFindIDs = `SELECT 0 AS link, i.rowid AS ord, i.rfc_message_id, m.id, m.thread_id, m.direction,
+	// A message is known by its own Message-ID (messages_rfc) and by the
+	// aliases an outbound one was given later (message_aliases); copies
+	// of the same id answer in the order they were stored.
+	sqlFindIDs = `SELECT 0 AS link, m.pk AS ord, m.rfc_message_id, m.id, m.thread_id, m.direction,
 			CASE WHEN m.deleted_at IS NULL THEN m.raw_sha256 END
-			FROM message_ids i JOIN messages m ON m.id = i.message_id
-			WHERE i.inbox_id = ?1 AND i.rfc_message_id IN (SELECT value FROM json_each(?2))
+			FROM messages m
+			WHERE m.inbox_id = ?1 AND m.rfc_message_id IN (SELECT value FROM json_each(?2))
+		UNION ALL
+		SELECT 0, m.pk, a.rfc_message_id, m.id, m.thread_id, m.direction, NULL
+			FROM message_aliases a JOIN messages m ON m.pk = a.message
+			WHERE a.inbox_id = ?1 AND a.rfc_message_id IN (SELECT value FROM json_each(?2))
 		UNION ALL
 		SELECT 1, 0, rfc_message_id, '', thread_id, '', NULL FROM missing_parents
 			WHERE inbox_id = ?1 AND rfc_message_id IN (SELECT value FROM json_each(?2))
@@ -526,19 +533,15 @@ const (
 	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
 			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
-			message_id_confirmed, approval_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING rowid`
-	sqlInsertRaw = `INSERT INTO raw_messages (message_id, trace, data) VALUES (?, ?, ?)`
+			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING pk`
+	sqlInsertRaw = `INSERT INTO raw (message, trace, data) VALUES (?, ?, ?)`
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
 	sqlInsertAttachmentChunk = `INSERT INTO attachment_chunks (attachment_id, seq, data) VALUES (?, ?, ?)`
-	sqlInsertBody            = `INSERT INTO bodies (message_id, packed) VALUES (?, ?)`
 	sqlInsertAttachment      = `INSERT INTO attachments (id, message_id, position, filename, content_type, disposition,
 				content_id, bytes, scan_status, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertEnvelope = `INSERT INTO envelopes (message_id, mail_from, rcpt_to, remote_ip, helo, tls, auth_user)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertMessageID = `INSERT INTO message_ids (inbox_id, rfc_message_id, message_id) VALUES (?, ?, ?)`
 )
 
 // insertMessage stores one message and everything that hangs off it, takes
@@ -570,26 +573,31 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if r.direction == "outbound" {
 		hash = nil // duplicates are an inbound notion
 	}
+	// The SMTP envelope is an inbound message's; the others have none.
+	var env [6]any
+	if r.direction == "inbound" {
+		e := p.in.Envelope
+		rcpts, _ := json.Marshal(nonNil(e.RcptTo))
+		env = [6]any{e.MailFrom, string(rcpts), e.RemoteIP, e.Helo, e.TLS, nullIfEmpty(e.AuthUser)}
+	}
 	if err := tx.StmtContext(ctx, db.ws.insertMessage).QueryRowContext(ctx,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
-		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID)).Scan(&rowid); err != nil {
+		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID),
+		env[0], env[1], env[2], env[3], env[4], env[5], p.body).Scan(&rowid); err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	raw := p.in.Raw
 	if p.in.Large != nil {
 		raw = []byte{} // the bytes follow in raw_chunks
 	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertRaw).ExecContext(ctx, id, append([]byte{}, p.in.Trace...), raw); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertRaw).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), raw); err != nil {
 		return Delivered{}, fmt.Errorf("insert raw: %w", err)
 	}
 	if p.in.Large != nil {
 		if err := insertChunks(ctx, tx, sqlInsertRawChunk, id, p.in.Large.Reader()); err != nil {
 			return Delivered{}, fmt.Errorf("insert raw: %w", err)
 		}
-	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertBody).ExecContext(ctx, id, p.body); err != nil {
-		return Delivered{}, fmt.Errorf("insert body: %w", err)
 	}
 	for i, a := range m.Attachments {
 		attID, data := db.newID("att_"), a.Data
@@ -606,17 +614,6 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 				return Delivered{}, fmt.Errorf("insert attachment: %w", err)
 			}
 		}
-	}
-	if r.direction == "inbound" {
-		env := p.in.Envelope
-		rcpts, _ := json.Marshal(nonNil(env.RcptTo))
-		if _, err := tx.StmtContext(ctx, db.ws.insertEnvelope).ExecContext(ctx, id, env.MailFrom, string(rcpts), env.RemoteIP, env.Helo, env.TLS, nullIfEmpty(env.AuthUser)); err != nil {
-			return Delivered{}, fmt.Errorf("insert envelope: %w", err)
-		}
-	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertMessageID).ExecContext(ctx,
-		r.inboxID, p.own, id); err != nil {
-		return Delivered{}, fmt.Errorf("insert message id: %w", err)
 	}
 	db.indexLater(searchRow{rowid, p.fts})
 	if err := db.recordLinks(ctx, tx, r.inboxID, threadID, p.own, r.links, r.ownLinked); err != nil {

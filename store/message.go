@@ -253,7 +253,7 @@ const blobChunk = 1 << 20
 // message is never held in memory whole: first the row's own data (in
 // chunks, for blobs stored before migration 6 or held in one row), then its
 // chunk rows in order (see migration 0006).
-func (db *DB) streamBlob(ctx context.Context, w io.Writer, table, key, chunkTable, chunkKey string, id string) error {
+func (db *DB) streamBlob(ctx context.Context, w io.Writer, table, key string, id any, chunkTable, chunkKey string, chunkID string) error {
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
@@ -276,7 +276,7 @@ func (db *DB) streamBlob(ctx context.Context, w io.Writer, table, key, chunkTabl
 			return err
 		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT data FROM `+chunkTable+` WHERE `+chunkKey+` = ? ORDER BY seq`, id)
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM `+chunkTable+` WHERE `+chunkKey+` = ? ORDER BY seq`, chunkID)
 	if err != nil {
 		return err
 	}
@@ -304,8 +304,9 @@ func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error
 // writeRaw writes the trace header (small), then the bytes as received.
 func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
 	var trace []byte
-	err := db.r.QueryRowContext(ctx, `SELECT r.trace FROM raw_messages r JOIN messages m ON m.id = r.message_id
-		WHERE r.message_id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&trace)
+	var pk int64
+	err := db.r.QueryRowContext(ctx, `SELECT m.pk, r.trace FROM messages m JOIN raw r ON r.message = m.pk
+		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &trace)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -315,12 +316,12 @@ func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, delet
 	if err != nil {
 		return err
 	}
-	return db.streamBlob(ctx, w, "raw_messages", "message_id", "raw_chunks", "message_id", messageID)
+	return db.streamBlob(ctx, w, "raw", "message", pk, "raw_chunks", "message_id", messageID)
 }
 
 // WriteAttachment streams an attachment's decoded bytes to w.
 func (db *DB) WriteAttachment(ctx context.Context, w io.Writer, attachmentID string) error {
-	err := db.streamBlob(ctx, w, "attachments", "id", "attachment_chunks", "attachment_id", attachmentID)
+	err := db.streamBlob(ctx, w, "attachments", "id", attachmentID, "attachment_chunks", "attachment_id", attachmentID)
 	if err != nil {
 		return fmt.Errorf("attachment %s: %w", attachmentID, err)
 	}
@@ -433,22 +434,19 @@ type Body struct {
 
 // GetBody returns a message's parsed body.
 func (db *DB) GetBody(ctx context.Context, messageID string) (Body, error) {
-	var b Body
-	var extracted sql.NullString
 	var packed []byte
-	err := db.r.QueryRowContext(ctx, `SELECT text, html, extracted_text, packed FROM bodies WHERE message_id = ?`, messageID).
-		Scan(&b.Text, &b.HTML, &extracted, &packed)
+	err := db.r.QueryRowContext(ctx, `SELECT body FROM messages WHERE id = ?`, messageID).Scan(&packed)
+	if err == nil && packed == nil {
+		err = sql.ErrNoRows
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Body{}, fmt.Errorf("body %s: %w", messageID, ErrNotFound)
 	}
 	if err != nil {
 		return Body{}, fmt.Errorf("body: %w", err)
 	}
-	if packed == nil { // stored before migration 0007
-		b.ExtractedText = extracted.String
-		return b, nil
-	}
-	if b, err = db.bodies.unpack(packed); err != nil {
+	b, err := db.bodies.unpack(packed)
+	if err != nil {
 		return Body{}, fmt.Errorf("body %s: %w", messageID, err)
 	}
 	return b, nil
@@ -511,18 +509,21 @@ func (db *DB) AttachmentOf(ctx context.Context, messageID, attachmentID string) 
 // Envelope returns the SMTP envelope stored with a message.
 func (db *DB) Envelope(ctx context.Context, messageID string) (Envelope, error) {
 	var e Envelope
-	var rcpts string
-	var auth sql.NullString
-	err := db.r.QueryRowContext(ctx, `SELECT mail_from, rcpt_to, remote_ip, helo, tls, auth_user FROM envelopes WHERE message_id = ?`,
-		messageID).Scan(&e.MailFrom, &rcpts, &e.RemoteIP, &e.Helo, &e.TLS, &auth)
+	var from, rcpts, ip, helo, auth sql.NullString
+	var tls sql.NullBool
+	err := db.r.QueryRowContext(ctx, `SELECT env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user
+		FROM messages WHERE id = ?`, messageID).Scan(&from, &rcpts, &ip, &helo, &tls, &auth)
+	if err == nil && !rcpts.Valid { // not an inbound message
+		err = sql.ErrNoRows
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Envelope{}, fmt.Errorf("envelope %s: %w", messageID, ErrNotFound)
 	}
 	if err != nil {
 		return Envelope{}, fmt.Errorf("envelope: %w", err)
 	}
-	e.AuthUser = auth.String
-	if err := json.Unmarshal([]byte(rcpts), &e.RcptTo); err != nil {
+	e.MailFrom, e.RemoteIP, e.Helo, e.TLS, e.AuthUser = from.String, ip.String, helo.String, tls.Bool, auth.String
+	if err := json.Unmarshal([]byte(rcpts.String), &e.RcptTo); err != nil {
 		return Envelope{}, fmt.Errorf("envelope rcpt: %w", err)
 	}
 	return e, nil

@@ -10,8 +10,8 @@ import (
 
 // Retention removes old mail for good (SPEC §13, --retention and
 // --max-messages): a pruned message goes with everything that hangs off
-// it (raw bytes, bodies, attachments, envelope, deliveries, its
-// Message-ID lookup: ON DELETE CASCADE), its search row, and its place in
+// it (raw bytes, attachments, deliveries, its Message-ID aliases: ON
+// DELETE CASCADE), its search row, and its place in
 // its thread's counters; a thread left with no message goes too.
 //
 // The writer runs it in rounds (every resolveInterval, and at start): a

@@ -25,12 +25,9 @@ type writeStmts struct {
 	dropLink         *sql.Stmt // the message's own id stops being a missing parent
 	insertThread     *sql.Stmt // opens a thread
 	nextSequence     *sql.Stmt // takes the thread's next sequence and updates its summary
-	insertMessage    *sql.Stmt // the message row
+	insertMessage    *sql.Stmt // the message row, with its envelope and packed body
 	insertRaw        *sql.Stmt // its raw bytes and trace
-	insertBody       *sql.Stmt // its packed bodies
 	insertAttachment *sql.Stmt // one attachment
-	insertEnvelope   *sql.Stmt // an inbound message's SMTP envelope
-	insertMessageID  *sql.Stmt // the message's Message-ID, for threading later ones
 
 	// deferred.go: the ten-minute lookup, asked for every inbound message.
 	unconfirmedOutbound *sql.Stmt // whether the inbox has an outbound Message-ID not yet final
@@ -84,10 +81,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.nextSequence, sqlNextSequence},
 		{&ws.insertMessage, sqlInsertMessage},
 		{&ws.insertRaw, sqlInsertRaw},
-		{&ws.insertBody, sqlInsertBody},
 		{&ws.insertAttachment, sqlInsertAttachment},
-		{&ws.insertEnvelope, sqlInsertEnvelope},
-		{&ws.insertMessageID, sqlInsertMessageID},
 
 		{&ws.unconfirmedOutbound, sqlUnconfirmedOutbound},
 		{&ws.deferredDuplicate, sqlDeferredDuplicate},

@@ -93,6 +93,7 @@ type Options struct {
 type DB struct {
 	w, r *sql.DB
 	url  string  // the database file's URL, without parameters (BackupTo)
+	path string  // the database file
 	ver  *sql.DB // one connection that only reads PRAGMA data_version (DataVersion)
 	// verConn is that connection, held; verEpoch counts the ones held so far.
 	verMu    sync.Mutex
@@ -202,7 +203,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
 	db := &DB{
-		w: w, url: base, now: opts.Now, rand: opts.Rand, log: opts.Logger,
+		w: w, url: base, path: path, now: opts.Now, rand: opts.Rand, log: opts.Logger,
 		maxBatch: opts.MaxBatch, onDeferredStored: opts.OnDeferredStored,
 		onDuplicate: opts.OnDuplicate, storeDuplicates: opts.StoreDuplicates, onBatch: opts.OnBatch, eventRetention: opts.EventRetention,
 		retention: opts.Retention, maxMessages: opts.MaxMessages,
@@ -319,7 +320,8 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 }
 
 // migrate applies the embedded migrations newer than PRAGMA user_version,
-// each in its own transaction together with the version bump.
+// each in its own transaction together with the version bump (migrate.go
+// reads the directives a migration may hold).
 func (db *DB) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
@@ -335,6 +337,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	if latest, _ := strconv.Atoi(strings.SplitN(filepath.Base(names[len(names)-1]), "_", 2)[0]); current > latest {
 		return fmt.Errorf("the database's schema (version %d) is newer than this inboxd's (%d): run the newer inboxd, or restore a backup taken before the upgrade", current, latest)
 	}
+	existing := current > 0 // a new database's migrations are not worth a log line
 	for _, name := range names {
 		n, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
 		if err != nil {
@@ -347,14 +350,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read migration %s: %w", name, err)
 		}
-		err = db.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
-			return err
-		})
-		if err != nil {
+		if err := db.applyMigration(ctx, n, filepath.Base(name), string(body), existing); err != nil {
 			return fmt.Errorf("apply migration %s: %w", name, err)
 		}
 		current = n

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -39,27 +40,31 @@ func TestThreadHasAttachments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]bool{"plain": false, "later": true}
-	check := func(when string) {
-		got := threadFlags(t, db, b.Inbox.ID)
-		for subject, w := range want {
-			if got[subject] != w {
-				t.Errorf("%s: thread %q has_attachments %v, want %v", when, subject, got[subject], w)
-			}
+	got := threadFlags(t, db, b.Inbox.ID)
+	for subject, w := range map[string]bool{"plain": false, "later": true} {
+		if got[subject] != w {
+			t.Errorf("thread %q has_attachments %v, want %v", subject, got[subject], w)
 		}
 	}
-	check("stored")
 	stop()
 
-	// The database as it was before migration 0009 (the later ones undone
-	// first; 0011 creates its table only if it is missing).
+	// The database as it was before migration 0009: the schema-13
+	// fixture with 0013, 0012, 0010 and 0009 undone (0011 creates its
+	// table only if it is missing).
+	path = openFixtureV13(t)
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP INDEX webhook_deliveries_event`, `ALTER TABLE idempotency_keys RENAME COLUMN result TO response`,
+	flags := `SELECT id, has_attachments FROM threads`
+	want := dumpRows(t, raw, flags) // as ingest kept them
+	if !slices.Contains(slices.Collect(maps.Values(want)), "1") || !slices.Contains(slices.Collect(maps.Values(want)), "0") {
+		t.Fatalf("the fixture's threads: %v", want)
+	}
+	for _, q := range append(slices.Clone(undoMigration0013), `DROP INDEX webhook_deliveries_event`,
+		`ALTER TABLE idempotency_keys RENAME COLUMN result TO response`,
 		`ALTER TABLE idempotency_keys ADD COLUMN status INTEGER NOT NULL DEFAULT 202`,
-		`ALTER TABLE threads DROP COLUMN has_attachments`, `PRAGMA user_version = 8`} {
+		`ALTER TABLE threads DROP COLUMN has_attachments`, `PRAGMA user_version = 8`) {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}
@@ -70,7 +75,7 @@ func TestThreadHasAttachments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	check("migrated")
+	compareDumps(t, "has_attachments after migration 0009", want, dumpRows(t, db.r, flags))
 }
 
 // A missing parent stops being one when it arrives (SPEC §4 step 5).

@@ -1,4 +1,4 @@
--- user_version = 13
+-- user_version = 14
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -27,14 +27,17 @@ CREATE INDEX events_project ON events(project_id, seq);
 -- index inboxes_project
 CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
 
--- index message_ids_lookup
-CREATE INDEX message_ids_lookup ON message_ids(inbox_id, rfc_message_id);
+-- index message_aliases_lookup
+CREATE INDEX message_aliases_lookup ON message_aliases(inbox_id, rfc_message_id);
 
--- index message_ids_message
-CREATE INDEX message_ids_message ON message_ids(message_id);
+-- index message_aliases_message
+CREATE INDEX message_aliases_message ON message_aliases(message);
 
 -- index messages_inbox_recent
 CREATE INDEX messages_inbox_recent ON messages(inbox_id, created_at DESC, id DESC);
+
+-- index messages_rfc
+CREATE INDEX messages_rfc ON messages(inbox_id, rfc_message_id);
 
 -- index messages_unconfirmed
 CREATE INDEX messages_unconfirmed ON messages(inbox_id, created_at)
@@ -112,14 +115,6 @@ CREATE TABLE attachments (
 	data         BLOB NOT NULL
 ) STRICT;
 
--- table bodies
-CREATE TABLE bodies (
-	message_id     TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-	text           TEXT,
-	html           TEXT,
-	extracted_text TEXT
-, packed BLOB) STRICT;
-
 -- table console_sessions
 CREATE TABLE console_sessions (
 	id_hash    BLOB PRIMARY KEY,
@@ -166,27 +161,22 @@ CREATE TABLE drafts (
 	created_at INTEGER NOT NULL
 ) STRICT;
 
--- table envelopes
-CREATE TABLE envelopes (
-	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-	mail_from  TEXT NOT NULL,
-	rcpt_to    TEXT NOT NULL, -- JSON list
-	remote_ip  TEXT NOT NULL,
-	helo       TEXT NOT NULL,
-	tls        INTEGER NOT NULL,
-	auth_user  TEXT
-) STRICT;
-
 -- table events
-CREATE TABLE events (
-	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
-	id          TEXT NOT NULL UNIQUE,
+CREATE TABLE "events" (
+	seq         INTEGER PRIMARY KEY,
+	id          TEXT NOT NULL, -- nothing looks an event up by it: no index
 	project_id  TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
 	inbox_id    TEXT,
 	type        TEXT NOT NULL,
 	environment TEXT NOT NULL,
 	body        BLOB NOT NULL,
 	created_at  INTEGER NOT NULL
+) STRICT;
+
+-- table events_floor
+CREATE TABLE events_floor (
+	one INTEGER PRIMARY KEY CHECK (one = 1),
+	seq INTEGER NOT NULL
 ) STRICT;
 
 -- table idempotency_keys
@@ -211,16 +201,17 @@ CREATE TABLE inboxes (
 	created_at      INTEGER NOT NULL
 ) STRICT;
 
--- table message_ids
-CREATE TABLE message_ids (
-	inbox_id       TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
+-- table message_aliases
+CREATE TABLE message_aliases (
+	inbox_id       TEXT NOT NULL,
 	rfc_message_id TEXT NOT NULL,
-	message_id     TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE
+	message        INTEGER NOT NULL REFERENCES messages(pk) ON DELETE CASCADE
 ) STRICT;
 
 -- table messages
-CREATE TABLE messages (
-	id                       TEXT PRIMARY KEY,
+CREATE TABLE "messages" (
+	pk                       INTEGER PRIMARY KEY,
+	id                       TEXT NOT NULL UNIQUE,
 	inbox_id                 TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
 	thread_id                TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
 	sequence                 INTEGER NOT NULL,
@@ -230,22 +221,33 @@ CREATE TABLE messages (
 	echo                     INTEGER NOT NULL DEFAULT 0,
 	subject                  TEXT NOT NULL,
 	preview                  TEXT NOT NULL,
-	from_json                TEXT,          -- {"email","name"} or NULL
-	to_json                  TEXT NOT NULL, -- [{"email","name"}]
+	from_json                TEXT,
+	to_json                  TEXT NOT NULL,
 	cc_json                  TEXT NOT NULL,
 	bcc_json                 TEXT NOT NULL,
 	reply_to_json            TEXT NOT NULL,
-	rfc_message_id           TEXT NOT NULL, -- without angle brackets
+	rfc_message_id           TEXT NOT NULL,
 	rfc_message_id_generated INTEGER NOT NULL DEFAULT 0,
-	in_reply_to_json         TEXT NOT NULL, -- every extracted token, header order
+	in_reply_to_json         TEXT NOT NULL,
 	references_json          TEXT NOT NULL,
 	thread_match             TEXT NOT NULL,
 	address_tag              TEXT,
 	parse_error              TEXT,
-	raw_sha256               BLOB,          -- of the bytes as received, for duplicate detection
+	raw_sha256               BLOB,
 	raw_size                 INTEGER NOT NULL,
 	created_at               INTEGER NOT NULL,
-	deleted_at               INTEGER, message_id_confirmed INTEGER NOT NULL DEFAULT 1, approval_id TEXT,
+	deleted_at               INTEGER,
+	message_id_confirmed     INTEGER NOT NULL DEFAULT 1,
+	approval_id              TEXT,
+	-- The SMTP envelope of an inbound message; all NULL for the others.
+	env_mail_from            TEXT,
+	env_rcpt_to              TEXT, -- JSON list
+	env_remote_ip            TEXT,
+	env_helo                 TEXT,
+	env_tls                  INTEGER,
+	env_auth_user            TEXT,
+	-- text, html and extracted text packed (store/body.go); NULL: no body.
+	body                     BLOB,
 	UNIQUE (thread_id, sequence)
 ) STRICT;
 
@@ -271,6 +273,13 @@ CREATE TABLE projects (
 	created_at INTEGER NOT NULL
 ) STRICT;
 
+-- table raw
+CREATE TABLE raw (
+	message INTEGER PRIMARY KEY REFERENCES messages(pk) ON DELETE CASCADE,
+	trace   BLOB,
+	data    BLOB NOT NULL
+) STRICT;
+
 -- table raw_chunks
 CREATE TABLE raw_chunks (
 	message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
@@ -278,12 +287,6 @@ CREATE TABLE raw_chunks (
 	data       BLOB NOT NULL,
 	PRIMARY KEY (message_id, seq)
 ) STRICT;
-
--- table raw_messages
-CREATE TABLE raw_messages (
-	message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-	data       BLOB NOT NULL
-, trace BLOB) STRICT;
 
 -- table search_index
 CREATE TABLE search_index (
@@ -328,7 +331,7 @@ CREATE TABLE webhook_attempts (
 ) STRICT;
 
 -- table webhook_deliveries
-CREATE TABLE webhook_deliveries (
+CREATE TABLE "webhook_deliveries" (
 	id              TEXT PRIMARY KEY,
 	endpoint_id     TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
 	event_seq       INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
@@ -336,7 +339,7 @@ CREATE TABLE webhook_deliveries (
 	attempt_count   INTEGER NOT NULL DEFAULT 0,
 	next_attempt_at INTEGER, -- NULL once delivered or failed
 	created_at      INTEGER NOT NULL
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 -- table webhook_endpoints
 CREATE TABLE webhook_endpoints (
