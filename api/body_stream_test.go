@@ -311,7 +311,7 @@ func TestBodyStreamFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Exec(`UPDATE messages SET body = substr(body, 1, length(body) - 20) WHERE id IN (?, ?)`,
+	if _, err := other.Exec(`UPDATE contents SET body = substr(body, 1, length(body) - 20) WHERE message IN (SELECT pk FROM messages WHERE id IN (?, ?))`,
 		small.MessageID, large.MessageID); err != nil {
 		t.Fatal(err)
 	}

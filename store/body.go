@@ -16,7 +16,7 @@ import (
 )
 
 // A message's text, html and extracted_text are stored packed in
-// messages.body: the three together are about as large as the raw message
+// contents.body: the three together are about as large as the raw message
 // (html repeats the text with markup, extracted_text is most of the text),
 // and one deflate stream over all three stores them in a fifth of that.
 // That is what keeps a stored message under 3× its raw size (issue 7).
@@ -223,7 +223,7 @@ type BodyPart struct {
 
 // packedStream is where a packed body's deflate stream is read from: the
 // bytes read with the row when the body is small (almost all are), or
-// else messages.body from start to end, piece by piece.
+// else contents.body from start to end, piece by piece.
 type packedStream struct {
 	bp         *bodyPacker
 	data       []byte
@@ -309,7 +309,7 @@ func (pr *partReader) Close() error {
 	return nil
 }
 
-// pieceReader reads messages.body from off to s.end, a piece at a time.
+// pieceReader reads contents.body from off to s.end, a piece at a time.
 // Pieces are separate queries, not one transaction: a slow client must
 // not hold a read connection, and a stored body never changes (a message
 // deleted meanwhile is an error).
@@ -325,7 +325,7 @@ type pieceError struct{ err error }
 
 func (e *pieceError) Error() string { return e.err.Error() }
 
-const sqlBodyPiece = `SELECT substr(body, ?, ?) FROM messages WHERE id = ?`
+const sqlBodyPiece = `SELECT substr(c.body, ?, ?) FROM messages m JOIN contents c ON c.message = m.pk WHERE m.id = ?`
 
 func (r *pieceReader) fill() error {
 	if r.off >= r.s.end {
@@ -374,8 +374,8 @@ const maxPackHeader = 2 + 3*binary.MaxVarintLen64
 
 // A body: its length, and the packed body itself when it is at most
 // blobChunk, else its header. NULL: the message has no body.
-const sqlOpenBody = `SELECT length(body),
-	CASE WHEN length(body) <= ? THEN body ELSE substr(body, 1, ?) END FROM messages WHERE id = ?`
+const sqlOpenBody = `SELECT length(c.body), CASE WHEN length(c.body) <= ? THEN c.body ELSE substr(c.body, 1, ?) END
+	FROM messages m JOIN contents c ON c.message = m.pk WHERE m.id = ?`
 
 // OpenBody returns a message's parsed body to be read part by part,
 // without unpacking it whole (see BodyParts).
@@ -396,9 +396,9 @@ func (db *DB) OpenBody(ctx context.Context, messageID string) (BodyParts, error)
 }
 
 // sqlOpenBodies is sqlOpenBody for a JSON list of message ids.
-const sqlOpenBodies = `SELECT id, length(body),
-	CASE WHEN length(body) <= ? THEN body ELSE substr(body, 1, ?) END FROM messages
-	WHERE id IN (SELECT value FROM json_each(?)) AND body IS NOT NULL`
+const sqlOpenBodies = `SELECT m.id, length(c.body), CASE WHEN length(c.body) <= ? THEN c.body ELSE substr(c.body, 1, ?) END
+	FROM messages m JOIN contents c ON c.message = m.pk
+	WHERE m.id IN (SELECT value FROM json_each(?)) AND c.body IS NOT NULL`
 
 // OpenBodies is OpenBody for several messages in one query (a page of a
 // thread read with its bodies), by message id; a message without a body

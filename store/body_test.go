@@ -169,7 +169,7 @@ func TestOpenBodyFailures(t *testing.T) {
 	for _, size := range []int{10 << 10, 3 << 20} { // read with the row, in pieces
 		text := randomText(size, 2)
 		id := ingestParsed(t, db, b.Inbox.ID, fmt.Sprint(size), &message.Parsed{Text: text, HasText: true, ExtractedText: text})
-		if _, err := db.w.Exec(`UPDATE messages SET body = substr(body, 1, length(body) - 100) WHERE id = ?`, id); err != nil {
+		if _, err := db.w.Exec(`UPDATE contents SET body = substr(body, 1, length(body) - 100) WHERE message = (SELECT pk FROM messages WHERE id = ?)`, id); err != nil {
 			t.Fatal(err)
 		}
 		parts, err := db.OpenBody(ctx, id)

@@ -41,7 +41,7 @@ const (
 	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
 	// sqlDueLocalRaw finds due local deliveries and their messages.
 	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d
-		JOIN messages m ON m.id = d.message_id JOIN raw r ON r.message = m.pk
+		JOIN messages m ON m.id = d.message_id JOIN contents r ON r.message = m.pk
 		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
 	// sqlDueLocal takes the deliveries DeliverLocalDue prepared (a JSON
 	// list of ids) that are still due.

@@ -109,7 +109,7 @@ type prepared struct {
 	candidates []thread.Candidate
 	cols       messageColumns
 	fts        [3]string
-	body       []byte // messages.body, packed (body.go)
+	body       []byte // contents.body, packed (body.go)
 }
 
 type messageColumns struct {
@@ -533,10 +533,10 @@ const (
 	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
 			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
-			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING pk`
-	sqlInsertRaw = `INSERT INTO raw (message, trace, data) VALUES (?, ?, ?)`
+	sqlInsertContents = `INSERT INTO contents (message, trace, body, data) VALUES (?, ?, ?, ?)`
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
 	sqlInsertAttachmentChunk = `INSERT INTO attachment_chunks (attachment_id, seq, data) VALUES (?, ?, ?)`
@@ -584,15 +584,15 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID),
-		env[0], env[1], env[2], env[3], env[4], env[5], p.body).Scan(&rowid); err != nil {
+		env[0], env[1], env[2], env[3], env[4], env[5]).Scan(&rowid); err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	raw := p.in.Raw
 	if p.in.Large != nil {
 		raw = []byte{} // the bytes follow in raw_chunks
 	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertRaw).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), raw); err != nil {
-		return Delivered{}, fmt.Errorf("insert raw: %w", err)
+	if _, err := tx.StmtContext(ctx, db.ws.insertContents).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), p.body, raw); err != nil {
+		return Delivered{}, fmt.Errorf("insert contents: %w", err)
 	}
 	if p.in.Large != nil {
 		if err := insertChunks(ctx, tx, sqlInsertRawChunk, id, p.in.Large.Reader()); err != nil {

@@ -305,7 +305,7 @@ func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error
 func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
 	var trace []byte
 	var pk int64
-	err := db.r.QueryRowContext(ctx, `SELECT m.pk, r.trace FROM messages m JOIN raw r ON r.message = m.pk
+	err := db.r.QueryRowContext(ctx, `SELECT m.pk, c.trace FROM messages m JOIN contents c ON c.message = m.pk
 		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &trace)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
@@ -316,7 +316,7 @@ func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, delet
 	if err != nil {
 		return err
 	}
-	return db.streamBlob(ctx, w, "raw", "message", pk, "raw_chunks", "message_id", messageID)
+	return db.streamBlob(ctx, w, "contents", "message", pk, "raw_chunks", "message_id", messageID)
 }
 
 // WriteAttachment streams an attachment's decoded bytes to w.
@@ -435,7 +435,7 @@ type Body struct {
 // GetBody returns a message's parsed body.
 func (db *DB) GetBody(ctx context.Context, messageID string) (Body, error) {
 	var packed []byte
-	err := db.r.QueryRowContext(ctx, `SELECT body FROM messages WHERE id = ?`, messageID).Scan(&packed)
+	err := db.r.QueryRowContext(ctx, `SELECT c.body FROM messages m JOIN contents c ON c.message = m.pk WHERE m.id = ?`, messageID).Scan(&packed)
 	if err == nil && packed == nil {
 		err = sql.ErrNoRows
 	}

@@ -179,7 +179,7 @@ func TestMigration0014(t *testing.T) {
 		t.Fatalf("schema %d (%v)", v, err)
 	}
 	for _, want := range []string{"schema migration started", fmt.Sprintf("copy=messages_new rows_of_messages=%d of=%d", len(beforeMsgs), len(beforeMsgs)),
-		"copy=raw rows_of_messages=", "copy=events_new rows_of_events=", "schema migration done"} {
+		"copy=contents rows_of_messages=", "copy=events_new rows_of_events=", "schema migration done"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
@@ -187,7 +187,7 @@ func TestMigration0014(t *testing.T) {
 
 	afterMsgs := dumpRows(t, db.r, `SELECT m.id, `+dumpMessageCols+`,
 		m.env_mail_from, m.env_rcpt_to, m.env_remote_ip, m.env_helo, m.env_tls, m.env_auth_user, `+raw+`)
-		FROM messages m LEFT JOIN raw r ON r.message = m.pk`)
+		FROM messages m LEFT JOIN contents r ON r.message = m.pk`)
 	compareDumps(t, "messages", beforeMsgs, afterMsgs)
 	afterIDs := dumpRows(t, db.r, `SELECT id, group_concat(x, ',') FROM (SELECT id, x FROM
 		(SELECT id, inbox_id || ' ' || rfc_message_id AS x FROM messages

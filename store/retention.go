@@ -10,7 +10,7 @@ import (
 
 // Retention removes old mail for good (SPEC §13, --retention and
 // --max-messages): a pruned message goes with everything that hangs off
-// it (raw bytes, attachments, deliveries, its Message-ID aliases: ON
+// it (contents, attachments, deliveries, its Message-ID aliases: ON
 // DELETE CASCADE), its search row, and its place in
 // its thread's counters; a thread left with no message goes too.
 //

@@ -84,7 +84,7 @@ func TestPruneMessagesByAge(t *testing.T) {
 			t.Errorf("search %q: %d found, want %d (%v)", word, len(found), want, err)
 		}
 	}
-	for table, want := range map[string]int{"raw": 2, "attachments": 0, "threads": 2} {
+	for table, want := range map[string]int{"contents": 2, "attachments": 0, "threads": 2} {
 		var n int
 		if err := db.r.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != want {
 			t.Errorf("%s: %d rows, want %d (%v)", table, n, want, err)

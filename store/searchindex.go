@@ -387,7 +387,8 @@ func (db *DB) storedSearchRow(ctx context.Context, tx *sql.Tx, rowid int64) ([3]
 	var from sql.NullString
 	var b Body
 	var packed []byte
-	err := tx.QueryRowContext(ctx, `SELECT subject, from_json, to_json, cc_json, body FROM messages WHERE pk = ?`, rowid).
+	err := tx.QueryRowContext(ctx, `SELECT m.subject, m.from_json, m.to_json, m.cc_json, c.body
+		FROM messages m LEFT JOIN contents c ON c.message = m.pk WHERE m.pk = ?`, rowid).
 		Scan(&subject, &from, &to, &cc, &packed)
 	if err != nil {
 		return [3]string{}, fmt.Errorf("search row of message %d: %w", rowid, err)

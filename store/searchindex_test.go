@@ -233,7 +233,7 @@ func TestDamagedRowDoesNotStopTheIndex(t *testing.T) {
 	}
 	// The crash before indexing, and the first body damaged on disk.
 	unindexAll(t, db)
-	if _, err := db.w.Exec(`UPDATE messages SET body = x'01ff' WHERE id = ?`, ids[0]); err != nil {
+	if _, err := db.w.Exec(`UPDATE contents SET body = x'01ff' WHERE message = (SELECT pk FROM messages WHERE id = ?)`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	stop()

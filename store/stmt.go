@@ -25,8 +25,8 @@ type writeStmts struct {
 	dropLink         *sql.Stmt // the message's own id stops being a missing parent
 	insertThread     *sql.Stmt // opens a thread
 	nextSequence     *sql.Stmt // takes the thread's next sequence and updates its summary
-	insertMessage    *sql.Stmt // the message row, with its envelope and packed body
-	insertRaw        *sql.Stmt // its raw bytes and trace
+	insertMessage    *sql.Stmt // the message row, with its envelope
+	insertContents   *sql.Stmt // its trace, packed body and raw bytes
 	insertAttachment *sql.Stmt // one attachment
 
 	// deferred.go: the ten-minute lookup, asked for every inbound message.
@@ -80,7 +80,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.insertThread, sqlInsertThread},
 		{&ws.nextSequence, sqlNextSequence},
 		{&ws.insertMessage, sqlInsertMessage},
-		{&ws.insertRaw, sqlInsertRaw},
+		{&ws.insertContents, sqlInsertContents},
 		{&ws.insertAttachment, sqlInsertAttachment},
 
 		{&ws.unconfirmedOutbound, sqlUnconfirmedOutbound},

@@ -229,7 +229,7 @@ func TestInboxes(t *testing.T) {
 	if err := db.DeleteInbox(ctx, b.ProjectID, ib.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"messages", "threads", "raw", "message_aliases"} {
+	for _, table := range []string{"messages", "threads", "contents", "message_aliases"} {
 		var n int
 		if err := db.r.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%s after inbox delete: %d rows (%v)", table, n, err)

@@ -123,6 +123,14 @@ CREATE TABLE console_sessions (
 	expires_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
+-- table contents
+CREATE TABLE contents (
+	message INTEGER PRIMARY KEY REFERENCES messages(pk) ON DELETE CASCADE,
+	trace   BLOB,
+	body    BLOB,
+	data    BLOB NOT NULL
+) STRICT;
+
 -- table deferred_messages
 CREATE TABLE deferred_messages (
 	id          INTEGER PRIMARY KEY,
@@ -246,8 +254,6 @@ CREATE TABLE "messages" (
 	env_helo                 TEXT,
 	env_tls                  INTEGER,
 	env_auth_user            TEXT,
-	-- text, html and extracted text packed (store/body.go); NULL: no body.
-	body                     BLOB,
 	UNIQUE (thread_id, sequence)
 ) STRICT;
 
@@ -271,13 +277,6 @@ CREATE TABLE projects (
 	id         TEXT PRIMARY KEY,
 	name       TEXT NOT NULL,
 	created_at INTEGER NOT NULL
-) STRICT;
-
--- table raw
-CREATE TABLE raw (
-	message INTEGER PRIMARY KEY REFERENCES messages(pk) ON DELETE CASCADE,
-	trace   BLOB,
-	data    BLOB NOT NULL
 ) STRICT;
 
 -- table raw_chunks
