@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -23,6 +24,34 @@ func decodeTransfer(cte string, body io.Reader) ([]byte, error) {
 		return err
 	})
 	return data, err
+}
+
+// decodeTransferAppend is decodeTransfer appending the decoded bytes to
+// dst, grown as needed: for a part whose bytes are read once and dropped
+// (a text body becomes a string), into a buffer the parser reuses.
+func decodeTransferAppend(dst []byte, cte string, body io.Reader) ([]byte, error) {
+	err := decodeWith(cte, body, func(r io.Reader) (err error) {
+		dst, err = readAppend(dst, r)
+		return err
+	})
+	return dst, err
+}
+
+// readAppend appends r's bytes to dst until EOF, which is not an error.
+func readAppend(dst []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, max(4<<10, len(dst)))
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if errors.Is(err, io.EOF) {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
 }
 
 // decodeTransferTo is decodeTransfer writing the decoded bytes to w as they
@@ -309,9 +338,8 @@ func (r *qpReader) decodeLine(line []byte) {
 // unknown or lying charset falls back to fixUTF8, which keeps valid UTF-8 and
 // reads other bytes as Windows-1252, so no byte of the body is lost.
 func toUTF8(b []byte, charset string, html bool) string {
-	cs := strings.ToLower(strings.Trim(strings.TrimSpace(charset), `"'`))
-	switch cs {
-	case "", "utf-8", "utf8", "us-ascii", "ascii", "x-unknown", "unknown", "unknown-8bit", "x-user-defined", "default", "8bit":
+	cs := charsetName(charset)
+	if readAsUTF8(cs) {
 		if cs == "" && html && !utf8.Valid(b) {
 			// QUIRK: HTML without a charset parameter often declares it in
 			// a <meta> tag instead.
@@ -334,6 +362,52 @@ func toUTF8(b []byte, charset string, html bool) string {
 	}
 	return fixUTF8(string(out))
 }
+
+// charsetName is a charset parameter as toUTF8 looks it up.
+func charsetName(charset string) string {
+	return strings.ToLower(strings.Trim(strings.TrimSpace(charset), `"'`))
+}
+
+// readAsUTF8 reports whether toUTF8 reads text of charset cs (a
+// charsetName) as UTF-8, repairing what is not.
+func readAsUTF8(cs string) bool {
+	switch cs {
+	case "", "utf-8", "utf8", "us-ascii", "ascii", "x-unknown", "unknown", "unknown-8bit", "x-user-defined", "default", "8bit":
+		return true
+	}
+	return false
+}
+
+// bodyText is normalizeNewlines(toUTF8(b, charset, html)) for a body part.
+// Most bodies are valid UTF-8 (or ASCII) as declared; theirs is made in
+// one copy, CRLF turned to LF on the way, instead of a string conversion
+// and a ReplaceAll of a body-sized string.
+func bodyText(b []byte, charset string, html bool) string {
+	if readAsUTF8(charsetName(charset)) && utf8.Valid(b) {
+		return stringLF(b)
+	}
+	return normalizeNewlines(toUTF8(b, charset, html))
+}
+
+// stringLF is string(b) with every CRLF replaced by LF.
+func stringLF(b []byte) string {
+	i := bytes.Index(b, crlf)
+	if i < 0 {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) - 1)
+	for i >= 0 {
+		sb.Write(b[:i])
+		sb.WriteByte('\n')
+		b = b[i+2:]
+		i = bytes.Index(b, crlf)
+	}
+	sb.Write(b)
+	return sb.String()
+}
+
+var crlf = []byte("\r\n")
 
 // fixUTF8 returns s unchanged when it is valid UTF-8 (RFC 6532 headers,
 // modern bodies); otherwise each invalid byte is read as Windows-1252, the

@@ -349,6 +349,9 @@ var dateLayouts = []string{
 	"Mon, 2 Jan 2006 15.04.05 -0700",
 }
 
+// rfc5322Date is date-time of RFC 5322 §3.3 with a day name and seconds.
+const rfc5322Date = "Mon, 2 Jan 2006 15:04:05 -0700"
+
 var dateComment = regexp.MustCompile(`\([^)]*\)`)
 
 // parseDate parses a Date header per RFC 5322 §3.3 and, failing that, a set
@@ -357,6 +360,13 @@ func parseDate(v string) time.Time {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return time.Time{}
+	}
+	// Nearly every Date is RFC 5322's preferred form with a day name,
+	// which mail.ParseDate reaches only after 24 failed layouts, each an
+	// allocated error. Where this layout parses v, mail.ParseDate parses
+	// it with the same layout (its first with a day name).
+	if t, err := time.Parse(rfc5322Date, v); err == nil {
+		return t
 	}
 	if t, err := mail.ParseDate(v); err == nil {
 		return t

@@ -29,7 +29,8 @@ type parser struct {
 	leaves  int
 	report  bool // a delivery status report was seen; only the first counts
 	spill   func() Blob
-	size    int // of the whole message when known (read from memory), else 0
+	size    int    // of the whole message when known (read from memory), else 0
+	scratch []byte // the decoded text and HTML bodies, one after the other
 }
 
 // bufSize is the size of a read buffer over (part of) the message: limit,
@@ -181,9 +182,18 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	var data []byte
 	var large Blob
 	var derr error
-	if ps.spill == nil || isText {
+	switch {
+	case isText:
+		// Read into the parser's buffer: the switch below makes a string
+		// of it and keeps nothing else.
+		if ps.scratch == nil {
+			ps.scratch = make([]byte, 0, ps.bufSize(256<<10))
+		}
+		ps.scratch, derr = decodeTransferAppend(ps.scratch[:0], h.Get("Content-Transfer-Encoding"), body)
+		data = ps.scratch
+	case ps.spill == nil:
 		data, derr = decodeTransfer(h.Get("Content-Transfer-Encoding"), body)
-	} else {
+	default:
 		large = ps.spill()
 		w := &errWriter{w: large}
 		derr = decodeTransferTo(w, h.Get("Content-Transfer-Encoding"), body)
@@ -210,11 +220,11 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	switch {
 	case isBodyCandidate && ct.media == "text/plain" && !ps.out.HasText:
 		ps.out.HasText = true
-		ps.out.Text = normalizeNewlines(toUTF8(data, ct.params["charset"], false))
+		ps.out.Text = bodyText(data, ct.params["charset"], false)
 		return
 	case isBodyCandidate && ct.media == "text/html" && !ps.out.HasHTML:
 		ps.out.HasHTML = true
-		ps.rawHTML = normalizeNewlines(toUTF8(data, ct.params["charset"], true))
+		ps.rawHTML = bodyText(data, ct.params["charset"], true)
 		ps.out.HTML = Sanitize(ps.rawHTML)
 		return
 	}

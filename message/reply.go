@@ -72,20 +72,45 @@ func ExtractReply(text string) string {
 		}
 	}
 	kept := make([]string, 0, cut)
+	// verbatim: every line before the cut is kept as it is, so the result
+	// is a substring of text and needs no copy (most new mail, and the new
+	// part of most replies).
+	verbatim := true
 	for _, l := range lines[:cut] {
 		if strings.HasPrefix(strings.TrimLeft(l, " \t"), ">") {
+			verbatim = false
 			continue
 		}
-		kept = append(kept, strings.TrimRight(l, " \t\r"))
+		t := strings.TrimRight(l, " \t\r")
+		verbatim = verbatim && len(t) == len(l)
+		kept = append(kept, t)
 	}
 	// Drop leading and trailing blank lines, keep inner spacing.
+	first := 0 // of kept's lines, dropped
 	for len(kept) > 0 && strings.TrimSpace(kept[0]) == "" {
 		kept = kept[1:]
+		first++
 	}
 	for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
 		kept = kept[:len(kept)-1]
 	}
-	out := strings.Join(kept, "\n")
+	var out string
+	switch {
+	case len(kept) == 0:
+	case verbatim:
+		// kept is lines[first:first+len(kept)], and text is lines joined.
+		start := 0
+		for _, l := range lines[:first] {
+			start += len(l) + 1
+		}
+		n := len(kept) - 1
+		for _, l := range kept {
+			n += len(l)
+		}
+		out = text[start : start+n]
+	default:
+		out = strings.Join(kept, "\n")
+	}
 	if strings.TrimSpace(out) == "" {
 		return strings.TrimSpace(text)
 	}

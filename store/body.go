@@ -48,7 +48,7 @@ const (
 // and ingest runs one every few hundred messages). The zero value works
 // and reuses nothing.
 type bodyPacker struct {
-	writers chan *flate.Writer
+	writers chan *packWriter
 	readers chan io.ReadCloser // each also a flate.Resetter
 }
 
@@ -57,7 +57,7 @@ type bodyPacker struct {
 const packerFree = 16
 
 func newBodyPacker() bodyPacker {
-	return bodyPacker{writers: make(chan *flate.Writer, packerFree), readers: make(chan io.ReadCloser, packerFree)}
+	return bodyPacker{writers: make(chan *packWriter, packerFree), readers: make(chan io.ReadCloser, packerFree)}
 }
 
 // pack returns the packed body of a parsed message. It runs in the
@@ -79,18 +79,19 @@ func (bp *bodyPacker) pack(m *message.Parsed) []byte {
 	out = binary.AppendUvarint(out, uint64(len(m.HTML)))
 	out = binary.AppendUvarint(out, uint64(len(m.ExtractedText)))
 	buf := bytes.NewBuffer(out)
-	var w *flate.Writer
+	var w *packWriter
 	select {
 	case w = <-bp.writers:
 		w.Reset(buf)
 	default:
-		w, _ = flate.NewWriter(buf, flate.BestSpeed) // cannot fail for a valid level
+		fw, _ := flate.NewWriter(buf, flate.BestSpeed) // cannot fail for a valid level
+		w = &packWriter{Writer: fw}
 	}
 	// Writes to a bytes.Buffer do not fail.
-	io.WriteString(w, m.Text)
-	io.WriteString(w, m.HTML)
+	w.writeString(m.Text)
+	w.writeString(m.HTML)
 	if flags&packExtractedPrefix == 0 {
-		io.WriteString(w, m.ExtractedText)
+		w.writeString(m.ExtractedText)
 	}
 	w.Close()
 	select {
@@ -98,6 +99,21 @@ func (bp *bodyPacker) pack(m *message.Parsed) []byte {
 	default:
 	}
 	return buf.Bytes()
+}
+
+// packWriter is a deflate writer with a buffer to feed it strings
+// through: io.WriteString would copy each whole text into a new []byte.
+type packWriter struct {
+	*flate.Writer
+	buf [8 << 10]byte
+}
+
+func (w *packWriter) writeString(s string) {
+	for len(s) > 0 {
+		n := copy(w.buf[:], s)
+		w.Write(w.buf[:n])
+		s = s[n:]
+	}
 }
 
 var errBadPack = errors.New("malformed packed body")
