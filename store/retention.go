@@ -22,15 +22,6 @@ import (
 // both emptied beyond a reserve for the ingests to come (incremental
 // vacuum, vacuumReserve). An ingest that arrives during a
 // slice waits for that slice alone, never for a whole round.
-//
-// A round the writer's ticker starts is paced: its messages are deleted
-// at an even rate over paceShare of the interval until the next round
-// (a token bucket sized from the plan's count), in slices of at most
-// pacedSlice, rather than as fast as idle time allows. At a steady state
-// that is a trickle at about the ingest rate between ingest batches
-// instead of a burst of deletes every 15 s; a backlog (a lowered bound)
-// is still worked off as fast as idle time allows, its rate being far
-// above what the slices manage. PruneNow's rounds are not paced.
 
 // retentionSlice bounds the writer time of one pruning transaction; an
 // ingest arriving meanwhile waits at most about this long (plus the
@@ -39,17 +30,6 @@ const retentionSlice = 2 * time.Millisecond
 
 // sliceVictims bounds the messages one slice selects at a time.
 const sliceVictims = 64
-
-// pacedSlice bounds the writer time of one slice of a paced round.
-const pacedSlice = 500 * time.Microsecond
-
-// paceShare is the share of its interval a paced round's messages are
-// spread over, so that the round ends before the next is due.
-const paceShare = 0.75
-
-// paceCount caps how many messages a plan counts per inbox: beyond it the
-// pace is above what slices manage anyway.
-const paceCount = 100_000
 
 // Retention is what PruneMessages removes: messages created before
 // Cutoff (zero: none by age) and, per inbox, those beyond its Keep newest
@@ -72,7 +52,6 @@ type bound struct {
 	inbox string
 	at    int64
 	id    string
-	n     int // how many go (at most paceCount)
 }
 
 type querier interface {
@@ -113,11 +92,12 @@ func bounds(ctx context.Context, q querier, r Retention) ([]bound, error) {
 		if b.at == 0 && b.id == "" {
 			continue
 		}
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages WHERE inbox_id = ? AND (created_at, id) < (?, ?) LIMIT ?)`,
-			b.inbox, b.at, b.id, paceCount).Scan(&b.n); err != nil {
+		var some bool
+		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE inbox_id = ? AND (created_at, id) < (?, ?))`,
+			b.inbox, b.at, b.id).Scan(&some); err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}
-		if b.n > 0 {
+		if some {
 			out = append(out, b)
 		}
 	}
@@ -218,18 +198,14 @@ type round struct {
 	eventLimit  int       // events per slice, adapted to retentionSlice
 	pageLimit   int       // pages per incremental vacuum, likewise
 	began       time.Time
-	// rate, when positive, paces the round's messages (per second, from
-	// began): a token bucket holding one message at first.
-	rate    float64
-	done    Pruned
-	waiters []chan Pruned // PruneNow callers answered at its end
+	done        Pruned
+	waiters     []chan Pruned // PruneNow callers answered at its end
 }
 
-// planRound plans a round on the read pool, off the writer; pace, when
-// positive, is the interval its messages are spread over.
-func (db *DB) planRound(ctx context.Context, pace time.Duration) (*round, error) {
+// planRound plans a round on the read pool, off the writer.
+func (db *DB) planRound(ctx context.Context) (*round, error) {
 	now := db.now()
-	r := &round{eventLimit: 64, pageLimit: 64}
+	r := &round{began: time.Now(), eventLimit: 64, pageLimit: 64}
 	ret := Retention{Keep: db.maxMessages}
 	if db.retention > 0 {
 		ret.Cutoff = now.Add(-db.retention)
@@ -237,13 +213,6 @@ func (db *DB) planRound(ctx context.Context, pace time.Duration) (*round, error)
 	var err error
 	if r.plan, err = bounds(ctx, db.r, ret); err != nil {
 		return nil, err
-	}
-	if pace > 0 {
-		n := 0
-		for _, b := range r.plan {
-			n += b.n
-		}
-		r.rate = float64(n) / (paceShare * pace.Seconds())
 	}
 	if db.eventRetention > 0 {
 		r.eventCutoff = now.Add(-db.eventRetention)
@@ -273,23 +242,6 @@ func adapt(n *int, took time.Duration, most int) {
 	}
 }
 
-// wait is how long the next slice of r waits for its pace (0: none).
-func (r *round) wait(now time.Time) time.Duration {
-	if r.rate <= 0 || len(r.plan) == 0 {
-		return 0
-	}
-	due := r.began.Add(time.Duration(float64(r.done.Messages) / r.rate * float64(time.Second)))
-	return max(0, due.Sub(now))
-}
-
-// allowance is how many messages a slice of r may delete at now.
-func (r *round) allowance(now time.Time) int {
-	if r.rate <= 0 {
-		return 1 << 20
-	}
-	return max(1, 1+int(r.rate*now.Sub(r.began).Seconds())-r.done.Messages)
-}
-
 // retentionStep is one slice of the round in progress, or its end.
 func (db *DB) retentionStep(ctx context.Context) {
 	r := db.round
@@ -300,11 +252,7 @@ func (db *DB) retentionStep(ctx context.Context) {
 		var n int
 		err = db.tx(ctx, func(tx *sql.Tx) error {
 			var err error
-			budget := retentionSlice
-			if r.rate > 0 {
-				budget = pacedSlice
-			}
-			n, r.plan, err = pruneSlice(ctx, tx, r.plan, r.allowance(start), start.Add(budget))
+			n, r.plan, err = pruneSlice(ctx, tx, r.plan, 1<<20, start.Add(retentionSlice))
 			return err
 		})
 		r.done.Messages += n
@@ -356,21 +304,10 @@ func (db *DB) endRound() {
 
 // PruneNow runs a retention round now, as the writer does every
 // resolveInterval, and returns what it removed once it has ended.
-func (db *DB) PruneNow(ctx context.Context) (Pruned, error) { return db.pruneRound(ctx, 0) }
-
-// pruneAsk asks the writer for a round: answered on w, paced over pace
-// when positive.
-type pruneAsk struct {
-	w    chan Pruned
-	pace time.Duration
-}
-
-// pruneRound runs a round now, paced over pace when positive (as the
-// ticker's rounds are over resolveInterval), and returns what it removed.
-func (db *DB) pruneRound(ctx context.Context, pace time.Duration) (Pruned, error) {
+func (db *DB) PruneNow(ctx context.Context) (Pruned, error) {
 	w := make(chan Pruned, 1)
 	select {
-	case db.pruneNow <- pruneAsk{w, pace}:
+	case db.pruneNow <- w:
 	case <-db.stopped:
 		return Pruned{}, ErrClosed
 	case <-ctx.Done():

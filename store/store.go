@@ -119,7 +119,7 @@ type DB struct {
 	// (retention.go); PruneNow asks for one on pruneNow.
 	round           *round
 	planned         chan planned
-	pruneNow        chan pruneAsk
+	pruneNow        chan chan Pruned
 	storeDuplicates bool
 
 	// searchProbe is the number of matches above which a thread-list
@@ -209,7 +209,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		writeQ:   make(chan *writeReq, 256),
 		stopped:  make(chan struct{}),
 		planned:  make(chan planned, 1),
-		pruneNow: make(chan pruneAsk),
+		pruneNow: make(chan chan Pruned),
 		changed:  make(chan struct{}),
 		bodies:   newBodyPacker(),
 		sq:       newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),

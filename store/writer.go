@@ -88,29 +88,18 @@ func (db *DB) Run(ctx context.Context) error {
 	defer close(db.stopped)
 	bg := context.WithoutCancel(ctx)
 	planning := false
-	var asked []pruneAsk // PruneNow callers waiting for the next round
-	// plan starts planning a round: a due one (every resolveInterval,
-	// paced over it), or one PruneNow asked for (paced as the askers
-	// said, the least).
+	var asked []chan Pruned // PruneNow callers waiting for the next round
+	// plan starts planning a round: a due one (every resolveInterval), or
+	// one PruneNow asked for.
 	plan := func(due bool) {
 		if planning || db.round != nil || !(due && db.retains() || len(asked) > 0) {
 			return
 		}
 		planning = true
-		var pace time.Duration
-		if len(asked) == 0 {
-			pace = resolveInterval
-		}
-		waiters := make([]chan Pruned, len(asked))
-		for i, a := range asked {
-			waiters[i] = a.w
-			if i == 0 || a.pace < pace {
-				pace = a.pace
-			}
-		}
+		waiters := asked
 		asked = nil
 		go func() {
-			r, err := db.planRound(bg, pace)
+			r, err := db.planRound(bg)
 			db.planned <- planned{r, err, waiters}
 		}()
 	}
@@ -118,9 +107,8 @@ func (db *DB) Run(ctx context.Context) error {
 		planning = false
 		if p.err != nil {
 			db.log.Error("retention", "err", p.err)
-			p.r = &round{}
+			p.r = &round{began: time.Now()}
 		}
-		p.r.began = time.Now()
 		p.r.waiters = p.waiters
 		db.round = p.r // nothing to do: its first step ends it
 	}
@@ -156,18 +144,8 @@ func (db *DB) Run(ctx context.Context) error {
 	defer tick.Stop()
 	indexTick := time.NewTicker(indexDelay)
 	defer indexTick.Stop()
-	pace := time.NewTimer(time.Hour) // a paced round's next slice
-	pace.Stop()
-	defer pace.Stop()
 	for {
-		var paced <-chan time.Time
 		if db.round != nil && len(db.writeQ) == 0 {
-			if wait := db.round.wait(time.Now()); wait > 0 {
-				pace.Reset(wait)
-				paced = pace.C
-			}
-		}
-		if db.round != nil && len(db.writeQ) == 0 && paced == nil {
 			// A round in progress: a slice of it, unless something else is due.
 			select {
 			case <-tick.C:
@@ -194,8 +172,6 @@ func (db *DB) Run(ctx context.Context) error {
 			continue
 		case <-indexTick.C:
 			index()
-			continue
-		case <-paced:
 			continue
 		case w := <-db.pruneNow:
 			asked = append(asked, w)
