@@ -184,8 +184,8 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	var derr error
 	switch {
 	case isText:
-		// Read into the parser's buffer: the switch below makes a string
-		// of it and keeps nothing else.
+		// Read into the parser's buffer: below, the part becomes Text or
+		// HTML, a string of its own, and the buffer is kept for nothing.
 		if ps.scratch == nil {
 			ps.scratch = make([]byte, 0, ps.bufSize(256<<10))
 		}
@@ -217,15 +217,15 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 		// final boundary missing its "--") carries nothing to keep.
 		return
 	}
-	switch {
-	case isBodyCandidate && ct.media == "text/plain" && !ps.out.HasText:
-		ps.out.HasText = true
-		ps.out.Text = bodyText(data, ct.params["charset"], false)
-		return
-	case isBodyCandidate && ct.media == "text/html" && !ps.out.HasHTML:
-		ps.out.HasHTML = true
-		ps.rawHTML = bodyText(data, ct.params["charset"], true)
-		ps.out.HTML = Sanitize(ps.rawHTML)
+	if isText {
+		if ct.media == "text/plain" {
+			ps.out.HasText = true
+			ps.out.Text = bodyText(data, ct.params["charset"], false)
+		} else {
+			ps.out.HasHTML = true
+			ps.rawHTML = bodyText(data, ct.params["charset"], true)
+			ps.out.HTML = Sanitize(ps.rawHTML)
+		}
 		return
 	}
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -251,7 +250,7 @@ func packLegacyBodies(ctx context.Context, db *DB, tx *sql.Tx) error {
 		packed := db.bodies.pack(&l.m)
 		if _, err := tx.ExecContext(ctx, `UPDATE bodies SET packed = ?, text = NULL, html = NULL, extracted_text = NULL
 			WHERE message_id = ?`, packed, l.id); err != nil {
-			return errors.Join(fmt.Errorf("pack body of %s", l.id), err)
+			return fmt.Errorf("pack body of %s: %w", l.id, err)
 		}
 	}
 	return nil
