@@ -25,6 +25,11 @@ func (a *App) poll(ctx context.Context, op string, wait time.Duration, query fun
 	for {
 		changed := a.db.Changed()
 		found, err := query()
+		if err != nil && ctx.Err() != nil {
+			// The context ended while a commit had woken the wait: the
+			// query failed for that alone, and the wait ends as below.
+			return nil
+		}
 		if err != nil || found || deadline == nil {
 			return err
 		}

@@ -221,6 +221,39 @@ func TestWaitForMessagesEnds(t *testing.T) {
 	ended("the drain")
 }
 
+// A wait whose context ends just as a commit wakes it ends as a context
+// end does (no error), even when it was the commit that woke it: the
+// query it runs then fails for the ended context alone. Which of the two
+// wakes it is the select's choice, so the race is run twenty times.
+func TestWaitEndsWhenCommitAndContextEndTogether(t *testing.T) {
+	hold := make(chan chan struct{})
+	e := newEnv(t, func(c *Config) {
+		c.PollWaiting = func() { <-<-hold } // the test decides when the wait goes on
+	})
+	ib := e.boot.Inbox.ID
+	c := e.caller(nil, "messages:read")
+	for i := range 20 {
+		start, err := e.app.WaitForMessages(e.ctx, c, ib, WaitParams{Timeout: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.app.WaitForMessages(ctx, c, ib, WaitParams{After: start.Next, Timeout: "60"})
+			done <- err
+		}()
+		release := make(chan struct{})
+		hold <- release // the wait has queried and is about to wait
+		cancel()
+		e.deliver(ib, rawMail(fmt.Sprintf("w%d@x", i), "both at once", "Hi.\r\n")) // a commit
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: the wait ended with %v, want no error", i, err)
+		}
+	}
+}
+
 // ReadThread is the thread-messages page with the thread row and the
 // bodies, under the same checks.
 func TestReadThread(t *testing.T) {
