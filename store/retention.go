@@ -18,9 +18,10 @@ import (
 // round is planned on a read connection, off the writer (which messages
 // of which inbox go: a boundary per inbox), then worked off by the writer
 // in slices of at most retentionSlice each, only while no ingest waits —
-// messages, then the event log past --event-retention, then the pages
-// both emptied beyond a reserve for the ingests to come (incremental
-// vacuum, vacuumReserve). An ingest that arrives during a
+// messages, then the event log past --event-retention, then the deleted
+// entries of the full-text index (merged away: mergeSearchSlice), then the
+// pages all these emptied beyond a reserve for the ingests to come
+// (incremental vacuum, vacuumReserve). An ingest that arrives during a
 // slice waits for that slice alone, never for a whole round.
 
 // retentionSlice bounds the writer time of one pruning transaction; an
@@ -42,6 +43,7 @@ type Retention struct {
 // Pruned is what one retention round removed.
 type Pruned struct {
 	Messages, Events int
+	Merges           int // slices of full-text merge work (mergeSearchSlice)
 	Pages            int // pages given back to the file system
 	Took             time.Duration
 }
@@ -194,8 +196,10 @@ type round struct {
 	plan        []bound   // inboxes with messages left to prune
 	eventCutoff time.Time // events created before it go
 	events      bool      // events may be left to prune
+	merge       bool      // the full-text index may hold deleted entries to merge away
 	vacuum      bool      // free pages may be left to give back
 	eventLimit  int       // events per slice, adapted to retentionSlice
+	mergeLimit  int       // pages of merge work per slice, likewise
 	pageLimit   int       // pages per incremental vacuum, likewise
 	began       time.Time
 	done        Pruned
@@ -205,7 +209,10 @@ type round struct {
 // planRound plans a round on the read pool, off the writer.
 func (db *DB) planRound(ctx context.Context) (*round, error) {
 	now := db.now()
-	r := &round{began: time.Now(), eventLimit: 64, pageLimit: 64}
+	// Every round looks for deleted full-text entries: deletes through the
+	// API (a message, an inbox, a clear) leave them too. Finding none costs
+	// one transaction that is rolled back.
+	r := &round{began: time.Now(), merge: true, eventLimit: 64, mergeLimit: 16, pageLimit: 64}
 	ret := Retention{Keep: db.maxMessages}
 	if db.retention > 0 {
 		ret.Cutoff = now.Add(-db.retention)
@@ -264,6 +271,14 @@ func (db *DB) retentionStep(ctx context.Context) {
 		r.events = n == r.eventLimit
 		r.vacuum = r.vacuum || n > 0 && db.autoVacuum
 		adapt(&r.eventLimit, time.Since(start), pruneBatch)
+	case r.merge:
+		var did bool
+		did, err = db.mergeSearchSlice(ctx, r.mergeLimit)
+		if r.merge = did; did {
+			r.done.Merges++
+			r.vacuum = db.autoVacuum
+			adapt(&r.mergeLimit, time.Since(start), mergePages)
+		}
 	case r.vacuum:
 		var free, pages int
 		if err = db.w.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
@@ -295,7 +310,8 @@ func (db *DB) endRound() {
 	db.round = nil
 	r.done.Took = time.Since(r.began)
 	if r.done != (Pruned{Took: r.done.Took}) {
-		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond))
+		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "search_merges", r.done.Merges,
+			"pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond))
 	}
 	for _, w := range r.waiters {
 		w <- r.done
@@ -322,6 +338,10 @@ func (db *DB) PruneNow(ctx context.Context) (Pruned, error) {
 		return Pruned{}, ctx.Err()
 	}
 }
+
+// mergePages bounds one slice of full-text merge work (FTS5 leaf pages,
+// about 4 KB each).
+const mergePages = 1000
 
 // reclaimPages bounds one incremental vacuum (4 KB pages: 8 MB).
 const reclaimPages = 2000

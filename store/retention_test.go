@@ -181,3 +181,68 @@ func TestRetentionRound(t *testing.T) {
 		t.Errorf("third round: %+v %v, want nothing", p, err)
 	}
 }
+
+// Pruning leaves the full-text index no bigger than what it keeps: a
+// delete only marks the entry deleted (deletemerge is 0, so no delete
+// starts a merge inside the writer's statements), and the round then
+// merges the deleted entries away in slices of its own. Search still finds
+// exactly the kept messages, and the table's deletemerge is 0 again after
+// the round.
+func TestRetentionMergesDeletedSearchEntries(t *testing.T) {
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	const n, keep = 1200, 100
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now, MaxMessages: keep})
+	ctx := context.Background()
+	ftsBytes := func() (bytes int64) {
+		t.Helper()
+		if err := db.r.QueryRow(`SELECT sum(length(block)) FROM messages_fts_data`).Scan(&bytes); err != nil {
+			t.Fatal(err)
+		}
+		return bytes
+	}
+	q, err := ParseQuery("load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := func() int {
+		t.Helper()
+		msgs, err := db.InboxPage(ctx, b.Inbox.ID, q, "", nil, 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(msgs)
+	}
+	for i := range n {
+		in := benchMessage(b.Inbox.ID, i, 4<<10)
+		in.ReceivedAt = clk.Now()
+		if _, err := db.Ingest(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		if i%100 == 99 { // the indexer's passes, as under steady ingest
+			found()
+		}
+	}
+	if got := found(); got != n {
+		t.Fatalf("before pruning, %d messages match, want %d", got, n)
+	}
+	full := ftsBytes()
+
+	p, err := db.PruneNow(ctx)
+	if err != nil || p.Messages != n-keep || p.Merges == 0 {
+		t.Fatalf("round: %+v %v, want %d messages pruned and merge slices", p, err, n-keep)
+	}
+	if got := ftsBytes(); got > full/4 {
+		t.Errorf("the full-text index holds %d bytes after pruning %d of %d messages, %d before: the deleted entries stayed", got, n-keep, n, full)
+	}
+	if got := found(); got != keep {
+		t.Errorf("after pruning, %d messages match, want the %d kept", got, keep)
+	}
+	var deleteMerge int
+	if err := db.r.QueryRow(`SELECT v FROM messages_fts_config WHERE k = 'deletemerge'`).Scan(&deleteMerge); err != nil || deleteMerge != 0 {
+		t.Errorf("deletemerge after the round: %d %v, want 0", deleteMerge, err)
+	}
+	if p, err := db.PruneNow(ctx); err != nil || p != (Pruned{Took: p.Took}) {
+		t.Errorf("the next round: %+v %v, want nothing", p, err)
+	}
+}

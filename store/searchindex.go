@@ -198,6 +198,58 @@ func dropSearchRows(ctx context.Context, tx *sql.Tx, where string, args ...any) 
 	return nil
 }
 
+// tombstoneMerge is the share of deleted entries (per cent) at which the
+// retention round's merge slices (mergeSearchSlice) rewrite a level of
+// the full-text index. The table's own deletemerge is 0 (migration 0016):
+// a delete never starts a merge inside the statement, and so never inside
+// the ingests waiting behind it.
+const tombstoneMerge = 50
+
+// mergeSearchSlice does up to pages pages of FTS5 merge work on a level
+// whose entries are tombstoneMerge per cent deleted, or on a merge already
+// under way, and reports whether it did any. FTS5 picks such a level only
+// while deletemerge is set, so the slice sets it for its own statement
+// and back to 0 before it commits: no other statement ever runs with it.
+// A slice that finds nothing to merge rolls back, writing nothing.
+func (db *DB) mergeSearchSlice(ctx context.Context, pages int) (bool, error) {
+	tx, err := db.w.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	var before, after int64
+	for _, step := range []func() error{
+		func() error { return setDeleteMerge(ctx, tx, tombstoneMerge) },
+		func() error { return tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before) },
+		func() error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)`, pages)
+			return err
+		},
+		func() error { return tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after) },
+	} {
+		if err := step(); err != nil {
+			return false, fmt.Errorf("merge search index: %w", err)
+		}
+	}
+	// FTS5's documented test: the command changed fewer than two rows when
+	// it found nothing to merge.
+	if after-before < 2 {
+		return false, nil
+	}
+	if err := setDeleteMerge(ctx, tx, 0); err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("merge search index: commit: %w", err)
+	}
+	return true, nil
+}
+
+func setDeleteMerge(ctx context.Context, tx *sql.Tx, percent int) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('deletemerge', ?)`, percent)
+	return err
+}
+
 // scopeToken turns an id (a prefix, "_" and a ULID, store/id.go) into the
 // one token the tokenizer makes of it.
 func scopeToken(id string) string { return strings.ToLower(strings.ReplaceAll(id, "_", "")) }

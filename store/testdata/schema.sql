@@ -1,4 +1,4 @@
--- user_version = 15
+-- user_version = 16
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
