@@ -149,6 +149,10 @@ type DB struct {
 	failNext func() error
 }
 
+// walSizeLimit is the size the WAL file is cut back to once a checkpoint
+// has emptied it (journal_size_limit).
+const walSizeLimit = 64 << 20
+
 // Open opens (creating if needed) the database at opts.Path and brings its
 // schema up to date.
 func Open(ctx context.Context, opts Options) (*DB, error) {
@@ -193,7 +197,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// (incremental_vacuum after retention), and the mode can only be
 	// chosen before the file's first page is written (WAL writes it); an
 	// older database keeps its mode, so there the pragma does nothing.
-	w, err := sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+common+"&_pragma=synchronous("+sync+")&_pragma=temp_store(MEMORY)&_txlock=immediate")
+	// journal_size_limit: SQLite reuses its WAL file at the size it once
+	// reached, and one large transaction (a migration: 5.8 GB at 1M
+	// messages) would leave that much disk taken until the server stops;
+	// with the limit the file is cut back once a checkpoint has emptied it.
+	// Everyday WALs stay below it (autocheckpoint at 1,000 pages).
+	w, err := sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+common+"&_pragma=synchronous("+sync+")&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit("+fmt.Sprint(walSizeLimit)+")&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}

@@ -425,3 +425,31 @@ func TestReady(t *testing.T) {
 		t.Errorf("writer stopped: %v", err)
 	}
 }
+
+// One large transaction (a migration's) does not leave its WAL file's size
+// taken on disk: once a checkpoint has emptied the WAL, the file is cut
+// back to walSizeLimit.
+func TestWALCutBackAfterLargeTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, _, _ := openRunning(t, Options{Path: path, NoFsync: true})
+	ctx := context.Background()
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE scratch (b BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 96) INSERT INTO scratch SELECT randomblob(1 << 20) FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Stat(path + "-wal")
+	if err != nil || big.Size() < 96<<20 {
+		t.Fatalf("the WAL after the large transaction: %v %v", big, err)
+	}
+	if _, err := db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM scratch`); err != nil { // the next write restarts the WAL
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() > walSizeLimit {
+		t.Errorf("the WAL after a checkpoint and a write: %d bytes %v, want at most %d", fi.Size(), err, walSizeLimit)
+	}
+}
