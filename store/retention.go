@@ -276,7 +276,7 @@ func (db *DB) retentionStep(ctx context.Context) {
 		did, err = db.mergeSearchSlice(ctx, r.mergeLimit)
 		if r.merge = did; did {
 			r.done.Merges++
-			r.vacuum = db.autoVacuum
+			r.vacuum = r.vacuum || db.autoVacuum
 			adapt(&r.mergeLimit, time.Since(start), mergePages)
 		}
 	case r.vacuum:

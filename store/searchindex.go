@@ -218,18 +218,17 @@ func (db *DB) mergeSearchSlice(ctx context.Context, pages int) (bool, error) {
 	}
 	defer tx.Rollback() // after Commit, a no-op
 	var before, after int64
-	for _, step := range []func() error{
-		func() error { return setDeleteMerge(ctx, tx, tombstoneMerge) },
-		func() error { return tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before) },
-		func() error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)`, pages)
-			return err
-		},
-		func() error { return tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after) },
-	} {
-		if err := step(); err != nil {
-			return false, fmt.Errorf("merge search index: %w", err)
-		}
+	if err := setDeleteMerge(ctx, tx, tombstoneMerge); err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('merge', ?)`, pages); err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+		return false, fmt.Errorf("merge search index: %w", err)
 	}
 	// FTS5's documented test: the command changed fewer than two rows when
 	// it found nothing to merge.
