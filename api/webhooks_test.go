@@ -245,10 +245,10 @@ func TestWebhookDeliveriesAPI(t *testing.T) {
 	}
 	now := e.clock.Now()
 	for _, c := range cs {
-		o := store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Status: store.WebhookPending, NextAttempt: now.Add(5 * time.Second),
+		o := store.WebhookDeliveryResult{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID, Status: store.WebhookPending, NextAttempt: now.Add(5 * time.Second),
 			Attempt: store.WebhookAttempt{At: now, StatusCode: 500, Duration: 42 * time.Millisecond, ResponseExcerpt: "oops"}}
 		if c.DeliveryID == ids[0] {
-			o = store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Status: store.WebhookDelivered,
+			o = store.WebhookDeliveryResult{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID, Status: store.WebhookDelivered,
 				Attempt: store.WebhookAttempt{At: now, StatusCode: 200, Duration: time.Millisecond}}
 		}
 		if err := e.db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryResult{o}); err != nil {

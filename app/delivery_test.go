@@ -56,7 +56,7 @@ func TestWebhookDeliveriesOutsideTheGrantAreNotFound(t *testing.T) {
 	e := newEnv(t)
 	all, mine := e.endpoint(nil), e.endpoint([]string{e.boot.Inbox.ID})
 	ids := e.deliveries(all, 1)
-	if err := e.db.RecordWebhookDeliveries(e.ctx, []store.WebhookDeliveryResult{{DeliveryID: ids[0], Status: store.WebhookFailed,
+	if err := e.db.RecordWebhookDeliveries(e.ctx, []store.WebhookDeliveryResult{{EndpointID: all.ID, DeliveryID: ids[0], Status: store.WebhookFailed,
 		Attempt: store.WebhookAttempt{At: e.clock.Now(), StatusCode: 500}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,8 @@ func TestWebhookDeliveryAndRetry(t *testing.T) {
 	delivered, failed := ids[0], ids[1]
 	now := e.clock.Now()
 	for _, o := range []store.WebhookDeliveryResult{
-		{DeliveryID: delivered, Status: store.WebhookDelivered, Attempt: store.WebhookAttempt{At: now, StatusCode: 204, Duration: time.Millisecond}},
-		{DeliveryID: failed, Status: store.WebhookFailed, Attempt: store.WebhookAttempt{At: now, StatusCode: 500, Duration: 42 * time.Millisecond, ResponseExcerpt: "oops"}},
+		{EndpointID: ep.ID, DeliveryID: delivered, Status: store.WebhookDelivered, Attempt: store.WebhookAttempt{At: now, StatusCode: 204, Duration: time.Millisecond}},
+		{EndpointID: ep.ID, DeliveryID: failed, Status: store.WebhookFailed, Attempt: store.WebhookAttempt{At: now, StatusCode: 500, Duration: 42 * time.Millisecond, ResponseExcerpt: "oops"}},
 	} {
 		if err := e.db.RecordWebhookDeliveries(e.ctx, []store.WebhookDeliveryResult{o}); err != nil {
 			t.Fatal(err)

@@ -49,9 +49,10 @@ const (
 	// log: events_floor holds the last seq it deleted (migration 0014).
 	sqlInsertEvent = `INSERT INTO events (seq, id, project_id, inbox_id, type, environment, body, created_at)
 		VALUES (` + sqlLastEventSeq + ` + 1, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
-	sqlLastEventSeq          = `max(coalesce((SELECT max(seq) FROM events), 0), (SELECT seq FROM events_floor))`
-	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, next_attempt_at, created_at)
-		VALUES (?, ?, ?, ?, ?)`
+	sqlLastEventSeq = `max(coalesce((SELECT max(seq) FROM events), 0), (SELECT seq FROM events_floor))`
+	// A new delivery is due at once; the worker finds it past its
+	// endpoint's claimed_seq (migration 0017), not in the due index.
+	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_seq, created_at) VALUES (?, ?, ?)`
 )
 
 // appendEvent writes an event to the log and a pending delivery for every
@@ -98,7 +99,7 @@ func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, 
 		return fmt.Errorf("append event: %w", err)
 	}
 	for _, ep := range targets {
-		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, db.newID("dlv_"), ep, seq, ms(now), ms(now)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, ep, seq, ms(now)); err != nil {
 			return fmt.Errorf("queue webhook delivery: %w", err)
 		}
 	}
@@ -325,6 +326,12 @@ func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int
 		}
 		if n == 0 {
 			return nil
+		}
+		// The events' deliveries first (their attempts follow by cascade):
+		// they have no foreign key to events (migration 0017).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries
+			WHERE endpoint_id IN (SELECT id FROM webhook_endpoints) AND event_seq <= ?`, through); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, through); err != nil {
 			return err

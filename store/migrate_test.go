@@ -86,6 +86,13 @@ var unchangedDumps = map[string]string{
 	"events":            `SELECT seq, json_array(id, project_id, inbox_id, type, environment, hex(body), created_at) FROM events`,
 }
 
+// dumpsSince0017 are unchangedDumps' queries on the tables migration 0017
+// rebuilt: a delivery made before it keeps its id as legacy_id.
+var dumpsSince0017 = map[string]string{
+	"webhook_deliveries": `SELECT legacy_id, json_array(endpoint_id, event_seq, status, attempt_count, next_attempt_at, created_at)
+		FROM webhook_deliveries`,
+}
+
 // Migration 0014 moves bodies, envelopes, raw bytes and Message-IDs into
 // their new places and rebuilds events: on a database inboxd made at
 // schema 13, every message (metadata, envelope, body, raw bytes, ids),
@@ -195,6 +202,9 @@ func TestMigration0014(t *testing.T) {
 		ORDER BY id, x) GROUP BY id`)
 	compareDumps(t, "message ids", beforeIDs, afterIDs)
 	for name, q := range unchangedDumps {
+		if q2, ok := dumpsSince0017[name]; ok {
+			q = q2
+		}
 		compareDumps(t, name, before[name], dumpRows(t, db.r, q))
 	}
 	for id, want := range beforeBodies {
@@ -351,4 +361,155 @@ func TestMigrationNeedsRoomToCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+}
+
+// Migration 0017 rekeys webhook deliveries by (endpoint, event): every
+// delivery queued before it keeps its id, status, schedule and attempts,
+// is read and retried by that id and listed in order with the ones queued
+// after it, and nothing it held is taken as new by the worker.
+func TestMigration0017(t *testing.T) {
+	ctx := context.Background()
+	path := openFixtureV13(t)
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's deliveries are all pending: give some an outcome and
+	// attempts, as the schema-13 worker recorded them.
+	for _, q := range []string{
+		`UPDATE webhook_deliveries SET status = 'delivered', attempt_count = 1, next_attempt_at = NULL WHERE event_seq % 5 = 0`,
+		`UPDATE webhook_deliveries SET status = 'failed', attempt_count = 10, next_attempt_at = NULL WHERE event_seq % 5 = 1`,
+		`UPDATE webhook_deliveries SET attempt_count = 2, next_attempt_at = next_attempt_at + 3600000 WHERE event_seq % 5 = 2`,
+		`INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, response_excerpt, error)
+			SELECT id, created_at + n, CASE WHEN status = 'delivered' THEN 204 ELSE 500 END, n, 'r' || n, NULL
+			FROM webhook_deliveries, (SELECT 1 AS n UNION ALL SELECT 2) WHERE attempt_count >= n ORDER BY event_seq, n`,
+	} {
+		if _, err := old.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	type delivery struct {
+		id, endpoint, status string
+		attempts             int
+		next                 sql.NullInt64
+		created              int64
+		excerpts             string
+	}
+	var before []delivery
+	rows, err := old.Query(`SELECT d.id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.created_at,
+		coalesce((SELECT group_concat(a.response_excerpt || '@' || a.at, ',') FROM (SELECT * FROM webhook_attempts a WHERE a.delivery_id = d.id ORDER BY a.id) a), '')
+		FROM webhook_deliveries d ORDER BY d.event_seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var d delivery
+		if err := rows.Scan(&d.id, &d.endpoint, &d.status, &d.attempts, &d.next, &d.created, &d.excerpts); err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, d)
+	}
+	rows.Close()
+	var projectID string
+	if err := old.QueryRow(`SELECT project_id FROM webhook_endpoints`).Scan(&projectID); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	if len(before) < 100 {
+		t.Fatalf("the fixture has %d deliveries", len(before))
+	}
+
+	db, _, _ := openRunning(t, Options{Path: path, Logger: slog.New(slog.DiscardHandler)})
+	for _, want := range before {
+		got, err := db.GetWebhookDelivery(ctx, projectID, want.endpoint, want.id)
+		if err != nil {
+			t.Fatalf("delivery %s: %v", want.id, err)
+		}
+		var excerpts []string
+		for _, a := range got.Attempts {
+			excerpts = append(excerpts, fmt.Sprintf("%s@%d", a.ResponseExcerpt, a.At.UnixMilli()))
+		}
+		next := sql.NullInt64{}
+		if got.NextAttemptAt != nil {
+			next = sql.NullInt64{Int64: got.NextAttemptAt.UnixMilli(), Valid: true}
+		}
+		if got.ID != want.id || got.Status != want.status || got.AttemptCount != want.attempts || next != want.next ||
+			got.CreatedAt.UnixMilli() != want.created || strings.Join(excerpts, ",") != want.excerpts {
+			t.Errorf("delivery %s after the migration: %+v, attempts %v; want %+v", want.id, got, excerpts, want)
+		}
+	}
+	var newOnes int
+	if err := db.r.QueryRow(`SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.event_seq > e.claimed_seq AND d.legacy_id IS NOT NULL`).Scan(&newOnes); err != nil || newOnes != 0 {
+		t.Errorf("%d migrated deliveries past claimed_seq (%v)", newOnes, err)
+	}
+
+	// A new event's delivery has an id of the new kind (the writer stored
+	// the fixture's deferred message too); the endpoint's list runs from
+	// the new ones through every migrated one, newest first.
+	endpoint := before[0].endpoint
+	var inbox string
+	if err := db.r.QueryRow(`SELECT id FROM inboxes WHERE address = 'inbox@localhost'`).Scan(&inbox); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest(ctx, incoming(inbox, "From: a@example.com\r\nTo: inbox@localhost\r\nMessage-ID: <after17@example.com>\r\nSubject: after\r\n\r\nbody\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	var after *TimeKey
+	for {
+		page, err := db.WebhookDeliveries(ctx, projectID, endpoint, after, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page {
+			listed = append(listed, d.ID)
+		}
+		if len(page) < 30 {
+			break
+		}
+		last := page[len(page)-1]
+		after = &TimeKey{At: last.CreatedAt.UnixMilli(), ID: last.ID}
+	}
+	var want []string
+	for _, d := range slices.Backward(before) {
+		want = append(want, d.id)
+	}
+	fresh := len(listed) - len(want)
+	if fresh < 1 || !slices.Equal(listed[fresh:], want) || slices.ContainsFunc(listed[:fresh], func(id string) bool { return slices.Contains(want, id) }) {
+		t.Fatalf("listed %d deliveries (first %v), want the new ones and then %d", len(listed), listed[:min(3, len(listed))], len(want))
+	}
+
+	// Retried by the old id, a failed delivery is due now; the worker
+	// claims the new one and what is due, and records them by id.
+	var failed delivery
+	for _, d := range before {
+		if d.status == WebhookFailed {
+			failed = d
+			break
+		}
+	}
+	if _, err := db.RetryWebhookDelivery(ctx, projectID, endpoint, failed.id); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := db.ClaimWebhookDeliveries(ctx, 1000, 1000, nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := map[string]bool{}
+	for _, c := range cs {
+		claimed[c.DeliveryID] = true
+		if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID,
+			Status: WebhookDelivered, Attempt: WebhookAttempt{At: db.now(), StatusCode: 204}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range append(listed[:fresh:fresh], failed.id) {
+		if !claimed[id] {
+			t.Errorf("claimed %d, not %s", len(cs), id)
+		}
+	}
+	if d, err := db.GetWebhookDelivery(ctx, projectID, endpoint, failed.id); err != nil || d.Status != WebhookDelivered || len(d.Attempts) != 3 {
+		t.Errorf("the retried delivery: %+v %v", d, err)
+	}
 }

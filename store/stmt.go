@@ -167,6 +167,11 @@ func (db *DB) readQuery(ctx context.Context, query string, args ...any) (*sql.Ro
 // rowScanner is a *sql.Row or *sql.Rows, as the scan functions take.
 type rowScanner = interface{ Scan(...any) error }
 
+// queryer is what reads need of a *sql.DB or a *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // scanAll reads every row of a query with scan and closes rows; err is
 // the query's own error, and what names the query in errors.
 func scanAll[T any](rows *sql.Rows, err error, what string, scan func(rowScanner) (T, error)) ([]T, error) {

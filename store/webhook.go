@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -289,74 +291,146 @@ type WebhookDeliveryClaim struct {
 // mid-attempt therefore retries after the lease, never in a storm. busy
 // counts the worker's requests in flight by endpoint, so one endpoint's
 // backlog never takes another's turn.
+//
+// An endpoint's due deliveries are those waiting for a retry (the due
+// index) and the new ones, found in key order past its claimed_seq
+// (migration 0017); the oldest due go first.
 func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int, busy map[string]int, lease time.Duration) ([]WebhookDeliveryClaim, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	busyJSON, err := json.Marshal(busyOrEmpty(busy))
-	if err != nil {
-		return nil, err
-	}
 	var out []WebhookDeliveryClaim
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?2
-			WHERE id IN (
-				SELECT id FROM (
-					SELECT d.id, d.endpoint_id, d.next_attempt_at,
-						row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
-					FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-					WHERE d.next_attempt_at <= ?1 AND e.enabled = 1
-				)
-				WHERE rn <= ?4 - coalesce(json_extract(?5, '$."' || endpoint_id || '"'), 0)
-				ORDER BY next_attempt_at, id LIMIT ?3)
-			RETURNING id, endpoint_id, event_seq, attempt_count`, ms(now), ms(now.Add(lease)), limit, perEndpoint, string(busyJSON))
+		endpoints, err := claimableEndpoints(ctx, tx, ms(now), perEndpoint, busy)
 		if err != nil {
-			return fmt.Errorf("claim webhook deliveries: %w", err)
+			return err
 		}
-		var seqs []int64
-		for rows.Next() {
-			var c WebhookDeliveryClaim
-			var seq int64
-			if err := rows.Scan(&c.DeliveryID, &c.EndpointID, &seq, &c.Attempt); err != nil {
-				rows.Close()
-				return fmt.Errorf("claim webhook deliveries: %w", err)
+		var due []dueDelivery
+		for _, ep := range endpoints {
+			d, err := endpointDue(ctx, tx, ep, ms(now))
+			if err != nil {
+				return err
 			}
-			out = append(out, c)
-			seqs = append(seqs, seq)
+			due = append(due, d...)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		for i := range out {
-			c := &out[i]
-			var secret string
-			var prev sql.NullString
-			var until sql.NullInt64
-			if err := tx.QueryRowContext(ctx, `SELECT ev.id, ev.body, e.url, e.secret, e.previous_secret, e.previous_until
-				FROM events ev, webhook_endpoints e WHERE ev.seq = ? AND e.id = ?`, seqs[i], c.EndpointID).
-				Scan(&c.EventID, &c.Body, &c.URL, &secret, &prev, &until); err != nil {
+		slices.SortFunc(due, func(a, b dueDelivery) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.endpoint.id, b.endpoint.id), cmp.Compare(a.seq, b.seq))
+		})
+		due = due[:min(len(due), limit)]
+		for _, d := range due {
+			c := WebhookDeliveryClaim{EndpointID: d.endpoint.id, URL: d.endpoint.url, Secrets: d.endpoint.secrets}
+			var created int64
+			var legacy sql.NullString
+			if err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?
+				WHERE endpoint_id = ? AND event_seq = ? RETURNING attempt_count, created_at, legacy_id`,
+				ms(now.Add(lease)), d.endpoint.id, d.seq).Scan(&c.Attempt, &created, &legacy); err != nil {
+				return fmt.Errorf("claim webhook delivery: %w", err)
+			}
+			c.DeliveryID = formatDeliveryID(created, d.seq, d.endpoint.id, legacy)
+			if err := tx.QueryRowContext(ctx, `SELECT id, body FROM events WHERE seq = ?`, d.seq).Scan(&c.EventID, &c.Body); err != nil {
 				return fmt.Errorf("claim webhook delivery %s: %w", c.DeliveryID, err)
 			}
-			c.Secrets = []string{secret}
-			if prev.Valid && until.Valid && until.Int64 > ms(now) {
-				c.Secrets = append(c.Secrets, prev.String)
-			}
+			out = append(out, c)
 		}
-		return nil
+		return advanceClaimedSeq(ctx, tx, due)
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
 	return out, nil
 }
 
-func busyOrEmpty(m map[string]int) map[string]int {
-	if m == nil {
-		return map[string]int{}
+// claimEndpoint is an enabled endpoint with room for more attempts.
+type claimEndpoint struct {
+	id, url    string
+	secrets    []string
+	room       int
+	claimedSeq int64
+}
+
+// dueDelivery is a delivery ClaimWebhookDeliveries may take.
+type dueDelivery struct {
+	endpoint *claimEndpoint
+	seq      int64
+	at       int64 // when it fell due
+	isNew    bool  // found past claimed_seq
+}
+
+func claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint int, busy map[string]int) ([]*claimEndpoint, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, url, secret, previous_secret, previous_until, claimed_seq
+		FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`)
+	if err != nil {
+		return nil, err
 	}
-	return m
+	defer rows.Close()
+	var out []*claimEndpoint
+	for rows.Next() {
+		ep := &claimEndpoint{}
+		var secret string
+		var prev sql.NullString
+		var until sql.NullInt64
+		if err := rows.Scan(&ep.id, &ep.url, &secret, &prev, &until, &ep.claimedSeq); err != nil {
+			return nil, err
+		}
+		ep.secrets = []string{secret}
+		if prev.Valid && until.Valid && until.Int64 > now {
+			ep.secrets = append(ep.secrets, prev.String)
+		}
+		if ep.room = perEndpoint - busy[ep.id]; ep.room > 0 {
+			out = append(out, ep)
+		}
+	}
+	return out, rows.Err()
+}
+
+// endpointDue returns up to ep.room of the endpoint's deliveries due at
+// now, the oldest due first: those waiting for a retry or a lease to end
+// and the new ones.
+func endpointDue(ctx context.Context, tx *sql.Tx, ep *claimEndpoint, now int64) ([]dueDelivery, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT event_seq, at, new FROM (
+			SELECT * FROM (SELECT event_seq, next_attempt_at AS at, 0 AS new FROM webhook_deliveries
+				WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+			UNION ALL
+			SELECT * FROM (SELECT event_seq, created_at, 1 FROM webhook_deliveries
+				WHERE endpoint_id = ?1 AND event_seq > ?4 AND next_attempt_at IS NULL AND status = 'pending'
+				ORDER BY event_seq LIMIT ?3))
+		ORDER BY at, event_seq LIMIT ?3`, ep.id, now, ep.room, ep.claimedSeq)
+	return scanAll(rows, err, "due webhook deliveries", func(r rowScanner) (d dueDelivery, err error) {
+		d.endpoint = ep
+		return d, r.Scan(&d.seq, &d.at, &d.isNew)
+	})
+}
+
+// advanceClaimedSeq moves each endpoint's claimed_seq over the new
+// deliveries just claimed, up to the first one still new (its turn went
+// to an older delivery). One claimed beyond such a gap is not taken
+// again: it has its next_attempt_at now.
+func advanceClaimedSeq(ctx context.Context, tx *sql.Tx, claimed []dueDelivery) error {
+	through := map[*claimEndpoint]int64{}
+	for _, d := range claimed {
+		if d.isNew {
+			through[d.endpoint] = max(through[d.endpoint], d.seq)
+		}
+	}
+	for ep, last := range through {
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET claimed_seq = min(?3, coalesce((SELECT min(event_seq) - 1
+				FROM webhook_deliveries WHERE endpoint_id = ?1 AND event_seq > ?2 AND next_attempt_at IS NULL AND status = 'pending'), ?3))
+			WHERE id = ?1`, ep.id, ep.claimedSeq, last); err != nil {
+			return fmt.Errorf("advance claimed_seq: %w", err)
+		}
+	}
+	return nil
+}
+
+// formatDeliveryID is the id of the delivery of event seq to an
+// endpoint: the one it was given before migration 0017, else the one
+// made from its key.
+func formatDeliveryID(createdMS, seq int64, endpointID string, legacy sql.NullString) string {
+	if legacy.Valid {
+		return legacy.String
+	}
+	return deliveryID(createdMS, seq, endpointID)
 }
 
 // ReleaseWebhookDeliveryClaims makes due at once the deliveries a stopped
@@ -365,7 +439,8 @@ func busyOrEmpty(m map[string]int) map[string]int {
 // claim is orphaned.
 func (db *DB) ReleaseWebhookDeliveryClaims(ctx context.Context) error {
 	_, err := db.w.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
-		WHERE status = 'pending' AND attempt_count > (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id)`,
+		WHERE next_attempt_at IS NOT NULL AND status = 'pending' AND attempt_count > (SELECT count(*) FROM webhook_attempts a
+			WHERE a.endpoint_id = webhook_deliveries.endpoint_id AND a.event_seq = webhook_deliveries.event_seq)`,
 		ms(db.now()))
 	if err != nil {
 		return fmt.Errorf("release webhook delivery claims: %w", err)
@@ -373,8 +448,12 @@ func (db *DB) ReleaseWebhookDeliveryClaims(ctx context.Context) error {
 	return nil
 }
 
+// noDue stands for "nothing due" in NextWebhookDeliveryAt's query.
+const noDue = 1 << 62
+
 // NextWebhookDeliveryAt returns when the earliest delivery of an enabled
-// endpoint not in full (busy[endpoint] ≥ perEndpoint) is due.
+// endpoint not in full (busy[endpoint] ≥ perEndpoint) is due: its first
+// retry, or its first new delivery (due when it was queued).
 func (db *DB) NextWebhookDeliveryAt(ctx context.Context, perEndpoint int, busy map[string]int) (time.Time, bool, error) {
 	var full []string
 	for ep, n := range busy {
@@ -383,13 +462,21 @@ func (db *DB) NextWebhookDeliveryAt(ctx context.Context, perEndpoint int, busy m
 		}
 	}
 	var next sql.NullInt64
-	err := db.readRow(ctx, `SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-		WHERE d.next_attempt_at IS NOT NULL AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?))`,
-		stringsJSON(full)).Scan(&next)
+	err := db.readRow(ctx, `SELECT min(min(
+			coalesce((SELECT min(d.next_attempt_at) FROM webhook_deliveries d
+				WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL), ?1),
+			coalesce((SELECT d.created_at FROM webhook_deliveries d
+				WHERE d.endpoint_id = e.id AND d.event_seq > e.claimed_seq AND d.next_attempt_at IS NULL AND d.status = 'pending'
+				ORDER BY d.event_seq LIMIT 1), ?1)))
+		FROM webhook_endpoints e WHERE e.enabled = 1 AND e.id NOT IN (SELECT value FROM json_each(?2))`,
+		noDue, stringsJSON(full)).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next webhook delivery: %w", err)
 	}
-	return fromMS(next.Int64), next.Valid, nil
+	if !next.Valid || next.Int64 == noDue {
+		return time.Time{}, false, nil
+	}
+	return fromMS(next.Int64), true, nil
 }
 
 // WebhookAttempt is one recorded attempt.
@@ -404,6 +491,7 @@ type WebhookAttempt struct {
 // WebhookDeliveryResult is the outcome of one attempt and what follows
 // from it.
 type WebhookDeliveryResult struct {
+	EndpointID  string
 	DeliveryID  string
 	Attempt     WebhookAttempt
 	Status      string    // WebhookDelivered, WebhookPending (retry at NextAttempt) or WebhookFailed
@@ -444,28 +532,53 @@ func recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o WebhookDeliveryR
 	default:
 		return fmt.Errorf("record webhook attempt: bad status %q", o.Status)
 	}
-	a := o.Attempt
-	var endpoint string
-	err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE id = ? RETURNING endpoint_id`,
-		o.Status, next, o.DeliveryID).Scan(&endpoint)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("webhook delivery %s: %w", o.DeliveryID, ErrNotFound)
-	}
+	seq, err := findWebhookDelivery(ctx, tx, o.EndpointID, o.DeliveryID)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, response_excerpt, error)
-		VALUES (?, ?, ?, ?, ?, ?)`, o.DeliveryID, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
+	a := o.Attempt
+	if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`,
+		o.Status, next, o.EndpointID, seq); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (endpoint_id, event_seq, at, status_code, duration_ms, response_excerpt, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, o.EndpointID, seq, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
 		nullIfEmpty(excerpt(a.ResponseExcerpt)), nullIfEmpty(excerpt(a.Error))); err != nil {
 		return err
 	}
 	if o.DisableReason != "" {
 		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
-			o.DisableReason, endpoint); err != nil {
+			o.DisableReason, o.EndpointID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// findWebhookDelivery returns the event seq of an endpoint's delivery
+// deliveryID (formatDeliveryID), or ErrNotFound.
+func findWebhookDelivery(ctx context.Context, q queryer, endpointID, deliveryID string) (int64, error) {
+	var seq, created int64
+	var legacy sql.NullString
+	err := sql.ErrNoRows
+	if s, ok := parseDeliveryID(deliveryID, endpointID); ok {
+		err = q.QueryRowContext(ctx, `SELECT event_seq, created_at, legacy_id FROM webhook_deliveries WHERE endpoint_id = ? AND event_seq = ?`,
+			endpointID, s).Scan(&seq, &created, &legacy)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		err = q.QueryRowContext(ctx, `SELECT event_seq, created_at, legacy_id FROM webhook_deliveries WHERE legacy_id = ? AND endpoint_id = ?`,
+			deliveryID, endpointID).Scan(&seq, &created, &legacy)
+	}
+	if err == nil && formatDeliveryID(created, seq, endpointID, legacy) != deliveryID {
+		err = sql.ErrNoRows // its key, but not an id it was given
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("webhook delivery %s: %w", deliveryID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("webhook delivery %s: %w", deliveryID, err)
+	}
+	return seq, nil
 }
 
 // excerpt keeps the first MaxResponseExcerpt bytes, cut at a rune
@@ -494,18 +607,21 @@ type WebhookDelivery struct {
 	Attempts      []WebhookAttempt // only from GetWebhookDelivery
 }
 
-const webhookDeliveryColumns = `d.id, d.endpoint_id, ev.id, ev.type, d.status, d.attempt_count, d.next_attempt_at, d.created_at`
+const webhookDeliveryColumns = `d.endpoint_id, d.event_seq, d.legacy_id, ev.id, ev.type, d.status, d.attempt_count,
+	CASE WHEN d.status = 'pending' THEN coalesce(d.next_attempt_at, d.created_at) END, d.created_at`
 
 const webhookDeliveryFrom = ` FROM webhook_deliveries d JOIN events ev ON ev.seq = d.event_seq
 	JOIN webhook_endpoints e ON e.id = d.endpoint_id`
 
 func scanWebhookDelivery(row rowScanner) (WebhookDelivery, error) {
 	var d WebhookDelivery
+	var seq, created int64
+	var legacy sql.NullString
 	var next sql.NullInt64
-	var created int64
-	if err := row.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.AttemptCount, &next, &created); err != nil {
+	if err := row.Scan(&d.EndpointID, &seq, &legacy, &d.EventID, &d.EventType, &d.Status, &d.AttemptCount, &next, &created); err != nil {
 		return WebhookDelivery{}, err
 	}
+	d.ID = formatDeliveryID(created, seq, d.EndpointID, legacy)
 	if next.Valid {
 		t := fromMS(next.Int64)
 		d.NextAttemptAt = &t
@@ -515,15 +631,25 @@ func scanWebhookDelivery(row rowScanner) (WebhookDelivery, error) {
 }
 
 // WebhookDeliveries returns up to limit deliveries of an endpoint, newest
-// first by created_at then id, strictly after the position after.
+// first (by event), strictly after the position after (whose ID is the
+// last delivery of the page before).
 func (db *DB) WebhookDeliveries(ctx context.Context, projectID, endpointID string, after *TimeKey, limit int) ([]WebhookDelivery, error) {
 	q := `SELECT ` + webhookDeliveryColumns + webhookDeliveryFrom + ` WHERE d.endpoint_id = ? AND e.project_id = ?`
 	args := []any{endpointID, projectID}
 	if after != nil {
-		q += ` AND (d.created_at, d.id) < (?, ?)`
-		args = append(args, after.At, after.ID)
+		seq, err := findWebhookDelivery(ctx, db.r, endpointID, after.ID)
+		if errors.Is(err, ErrNotFound) {
+			// Retention deleted it, and with it every older delivery
+			// (PruneEvents deletes a prefix of the log).
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		q += ` AND d.event_seq < ?`
+		args = append(args, seq)
 	}
-	rows, err := db.r.QueryContext(ctx, q+` ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, append(args, limit)...)
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY d.event_seq DESC LIMIT ?`, append(args, limit)...)
 	return scanAll(rows, err, "webhook deliveries", scanWebhookDelivery)
 }
 
@@ -537,8 +663,12 @@ func (db *DB) GetWebhookDelivery(ctx context.Context, projectID, endpointID, del
 		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, err)
 	}
 	defer tx.Rollback()
+	seq, err := findWebhookDelivery(ctx, tx, endpointID, deliveryID)
+	if err != nil {
+		return WebhookDelivery{}, err
+	}
 	d, err := scanWebhookDelivery(tx.QueryRowContext(ctx, `SELECT `+webhookDeliveryColumns+webhookDeliveryFrom+`
-		WHERE d.id = ? AND d.endpoint_id = ? AND e.project_id = ?`, deliveryID, endpointID, projectID))
+		WHERE d.endpoint_id = ? AND d.event_seq = ? AND e.project_id = ?`, endpointID, seq, projectID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, ErrNotFound)
 	}
@@ -546,7 +676,7 @@ func (db *DB) GetWebhookDelivery(ctx context.Context, projectID, endpointID, del
 		return WebhookDelivery{}, fmt.Errorf("webhook delivery %s: %w", deliveryID, err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT at, coalesce(status_code, 0), coalesce(duration_ms, 0), coalesce(response_excerpt, ''),
-		coalesce(error, '') FROM webhook_attempts WHERE delivery_id = ? ORDER BY id`, deliveryID)
+		coalesce(error, '') FROM webhook_attempts WHERE endpoint_id = ? AND event_seq = ? ORDER BY id`, endpointID, seq)
 	if err != nil {
 		return WebhookDelivery{}, fmt.Errorf("webhook attempts: %w", err)
 	}
@@ -569,9 +699,13 @@ func (db *DB) GetWebhookDelivery(ctx context.Context, projectID, endpointID, del
 // a delivery that had used up the schedule gets one more attempt.
 func (db *DB) RetryWebhookDelivery(ctx context.Context, projectID, endpointID, deliveryID string) (WebhookDelivery, error) {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		seq, err := findWebhookDelivery(ctx, tx, endpointID, deliveryID)
+		if err != nil {
+			return err
+		}
 		var status string
-		err := tx.QueryRowContext(ctx, `SELECT d.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-			WHERE d.id = ? AND d.endpoint_id = ? AND e.project_id = ?`, deliveryID, endpointID, projectID).Scan(&status)
+		err = tx.QueryRowContext(ctx, `SELECT d.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.endpoint_id = ? AND d.event_seq = ? AND e.project_id = ?`, endpointID, seq, projectID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("webhook delivery %s: %w", deliveryID, ErrNotFound)
 		}
@@ -581,7 +715,8 @@ func (db *DB) RetryWebhookDelivery(ctx context.Context, projectID, endpointID, d
 		if status == WebhookDelivered {
 			return ErrDelivered
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ?`, ms(db.now()), deliveryID)
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`,
+			ms(db.now()), endpointID, seq)
 		return err
 	})
 	if err != nil {

@@ -275,7 +275,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 		cs[2].DeliveryID: {Status: WebhookFailed, Attempt: WebhookAttempt{At: now, Error: "connection refused"}},
 	}
 	for id, o := range outcomes {
-		o.DeliveryID = id
+		o.EndpointID, o.DeliveryID = ep.ID, id
 		if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{o}); err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +325,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 	}
 
 	// A 410 disables the endpoint: nothing of it is due any more.
-	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{{DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
+	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{{EndpointID: ep.ID, DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
 		DisableReason: "410", Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,15 +339,164 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 
 	// A delivery that is gone is ErrNotFound, and a batch skips it: the
 	// batch's other results are stored.
-	gone := WebhookDeliveryResult{DeliveryID: "dlv_none", Status: WebhookDelivered}
+	gone := WebhookDeliveryResult{EndpointID: ep.ID, DeliveryID: "dlv_none", Status: WebhookDelivered}
 	if err := db.tx(ctx, func(tx *sql.Tx) error { return recordWebhookDeliveryTx(ctx, tx, gone) }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("record for a missing delivery: %v", err)
 	}
-	again := WebhookDeliveryResult{DeliveryID: cs[2].DeliveryID, Status: WebhookFailed, Attempt: WebhookAttempt{At: clk.Now(), Error: "again"}}
+	again := WebhookDeliveryResult{EndpointID: ep.ID, DeliveryID: cs[2].DeliveryID, Status: WebhookFailed, Attempt: WebhookAttempt{At: clk.Now(), Error: "again"}}
 	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{gone, again}); err != nil {
 		t.Errorf("a batch with a missing delivery: %v", err)
 	}
 	if d, err := db.GetWebhookDelivery(ctx, b.ProjectID, ep.ID, cs[2].DeliveryID); err != nil || len(d.Attempts) != 2 || d.Attempts[1].Error != "again" {
 		t.Errorf("the batch's other result was not stored: %+v %v", d, err)
 	}
+}
+
+// New deliveries are found past their endpoint's claimed_seq, not in the
+// due index (migration 0017). Interleaving new events, claims that take
+// only part of what is due, manual retries of deliveries not yet claimed
+// and recorded outcomes, every delivery is claimed, none is claimed again
+// before its lease or retry is due, and claimed_seq never passes a new
+// delivery.
+func TestWebhookNewDeliveriesAreClaimedOnce(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	eps := createEndpoints(t, db, b.ProjectID, 2)
+	claimedAt := map[string]time.Time{} // delivery → when its lease ends
+	delivered := map[string]bool{}
+	n := 0
+	checkCursor := func(when string) {
+		t.Helper()
+		var bad int
+		if err := db.r.QueryRow(`SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.event_seq <= e.claimed_seq AND d.status = 'pending' AND d.next_attempt_at IS NULL`).Scan(&bad); err != nil || bad != 0 {
+			t.Fatalf("%s: %d new deliveries behind claimed_seq (%v)", when, bad, err)
+		}
+	}
+	claim := func(limit int, busy map[string]int) []WebhookDeliveryClaim {
+		t.Helper()
+		cs, err := db.ClaimWebhookDeliveries(ctx, limit, 2, busy, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if until, ok := claimedAt[c.DeliveryID]; ok && clk.Now().Before(until) {
+				t.Fatalf("%s claimed again within its lease", c.DeliveryID)
+			}
+			if delivered[c.DeliveryID] {
+				t.Fatalf("%s claimed again after it was delivered", c.DeliveryID)
+			}
+			claimedAt[c.DeliveryID] = clk.Now().Add(time.Minute)
+			if _, err := db.GetWebhookDelivery(ctx, b.ProjectID, c.EndpointID, c.DeliveryID); err != nil {
+				t.Fatalf("claimed %s: %v", c.DeliveryID, err)
+			}
+		}
+		checkCursor("after a claim")
+		return cs
+	}
+	for round := range 6 {
+		for i := range 5 {
+			if round == 0 && i == 1 {
+				// A clock stepped back: newer deliveries, earlier times.
+				// The claims, oldest time first, leave gaps.
+				clk.Advance(-time.Second)
+			}
+			receive(t, db, clk, b.Inbox.ID, n)
+			n++
+		}
+		// Retry by hand the newest delivery of the first endpoint before
+		// any claim saw it: it is due now, ahead of the older new ones.
+		list, err := db.WebhookDeliveries(ctx, b.ProjectID, eps[0].ID, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+		if _, err := db.RetryWebhookDelivery(ctx, b.ProjectID, eps[0].ID, list[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		// A claim of one, one with room for one per endpoint, then one
+		// with the second endpoint busy.
+		cs := claim(1, nil)
+		cs = append(cs, claim(10, map[string]int{eps[0].ID: 1, eps[1].ID: 1})...)
+		cs = append(cs, claim(3, map[string]int{eps[1].ID: 2})...)
+		// Half of what was claimed is answered: delivered or retried later.
+		for i, c := range cs {
+			if i%2 == 1 {
+				continue
+			}
+			o := WebhookDeliveryResult{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID, Status: WebhookDelivered,
+				Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 204}}
+			if round%2 == 1 {
+				o.Status, o.NextAttempt = WebhookPending, clk.Now().Add(time.Hour)
+			} else {
+				delivered[c.DeliveryID] = true
+			}
+			if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{o}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Drained: every delivery is claimed at some point.
+	clk.Advance(2 * time.Hour)
+	for len(claim(100, nil)) > 0 {
+		// each claim takes up to two per endpoint; the leases hold
+	}
+	if want := 2 * n; len(claimedAt) != want {
+		t.Errorf("%d deliveries claimed, want %d", len(claimedAt), want)
+	}
+	if _, ok, err := db.NextWebhookDeliveryAt(ctx, 2, nil); err != nil || !ok {
+		t.Errorf("the claims' leases are due again: %v %v", ok, err)
+	}
+}
+
+// A delivery's id resolves under its own endpoint only; an id changed in
+// any character resolves to nothing.
+func TestWebhookDeliveryIDs(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	eps := createEndpoints(t, db, b.ProjectID, 2)
+	receive(t, db, clk, b.Inbox.ID, 1)
+	var ids []string
+	for _, ep := range eps {
+		l, err := db.WebhookDeliveries(ctx, b.ProjectID, ep.ID, nil, 10)
+		if err != nil || len(l) != 1 {
+			t.Fatal(len(l), err)
+		}
+		ids = append(ids, l[0].ID)
+		if !strings.HasPrefix(l[0].ID, "dlv_") || len(l[0].ID) != 30 {
+			t.Errorf("id %q", l[0].ID)
+		}
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("one event's deliveries to two endpoints share an id: %s", ids[0])
+	}
+	if _, err := db.GetWebhookDelivery(ctx, b.ProjectID, eps[1].ID, ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another endpoint's delivery: %v", err)
+	}
+	for i := 4; i < len(ids[0]); i++ {
+		for _, c := range []byte("0Z") {
+			mangled := []byte(ids[0])
+			if mangled[i] == c {
+				continue
+			}
+			mangled[i] = c
+			if d, err := db.GetWebhookDelivery(ctx, b.ProjectID, eps[0].ID, string(mangled)); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s (from %s) found %+v, %v", mangled, ids[0], d, err)
+			}
+		}
+	}
+}
+
+// createEndpoints registers n endpoints that take every event.
+func createEndpoints(t *testing.T, db *DB, projectID string, n int) []WebhookEndpoint {
+	t.Helper()
+	var eps []WebhookEndpoint
+	for range n {
+		ep, _, err := db.CreateWebhookEndpoint(context.Background(), projectID, NewWebhookEndpoint{URL: "http://127.0.0.1:9/hook", Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, ep)
+	}
+	return eps
 }

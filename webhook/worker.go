@@ -328,7 +328,7 @@ func (w *Worker) record(results <-chan store.WebhookDeliveryResult) {
 
 // decide turns an attempt into the delivery's next state (SPEC §9).
 func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, retryAfter time.Duration, err error) store.WebhookDeliveryResult {
-	o := store.WebhookDeliveryResult{DeliveryID: c.DeliveryID, Attempt: a}
+	o := store.WebhookDeliveryResult{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID, Attempt: a}
 	switch {
 	case err == nil && a.StatusCode/100 == 2:
 		o.Status = store.WebhookDelivered

@@ -1,4 +1,4 @@
--- user_version = 16
+-- user_version = 17
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -50,16 +50,13 @@ CREATE INDEX missing_parents_thread ON missing_parents(thread_id);
 CREATE INDEX threads_inbox_recent ON threads(inbox_id, last_message_at DESC, id DESC);
 
 -- index webhook_attempts_delivery
-CREATE INDEX webhook_attempts_delivery ON webhook_attempts(delivery_id, id);
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts(endpoint_id, event_seq, id);
 
 -- index webhook_deliveries_due
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint_id, next_attempt_at) WHERE next_attempt_at IS NOT NULL;
 
--- index webhook_deliveries_endpoint
-CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at DESC, id DESC);
-
--- index webhook_deliveries_event
-CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_seq);
+-- index webhook_deliveries_legacy
+CREATE UNIQUE INDEX webhook_deliveries_legacy ON webhook_deliveries(legacy_id) WHERE legacy_id IS NOT NULL;
 
 -- index webhook_endpoints_project
 CREATE INDEX webhook_endpoints_project ON webhook_endpoints(project_id, created_at, id);
@@ -319,25 +316,30 @@ CREATE TABLE threads (
 , has_attachments INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- table webhook_attempts
-CREATE TABLE webhook_attempts (
+CREATE TABLE "webhook_attempts" (
 	id               INTEGER PRIMARY KEY,
-	delivery_id      TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+	endpoint_id      TEXT NOT NULL,
+	event_seq        INTEGER NOT NULL,
 	at               INTEGER NOT NULL,
 	status_code      INTEGER,
 	duration_ms      INTEGER,
 	response_excerpt TEXT,
-	error            TEXT
+	error            TEXT,
+	FOREIGN KEY (endpoint_id, event_seq) REFERENCES webhook_deliveries(endpoint_id, event_seq) ON DELETE CASCADE
 ) STRICT;
 
 -- table webhook_deliveries
 CREATE TABLE "webhook_deliveries" (
-	id              TEXT PRIMARY KEY,
 	endpoint_id     TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
-	event_seq       INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+	event_seq       INTEGER NOT NULL, -- events(seq)
 	status          TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
 	attempt_count   INTEGER NOT NULL DEFAULT 0,
-	next_attempt_at INTEGER, -- NULL once delivered or failed
-	created_at      INTEGER NOT NULL
+	-- When a claimed or retried delivery is due; NULL for a new one (due
+	-- at created_at) and once delivered or failed.
+	next_attempt_at INTEGER,
+	created_at      INTEGER NOT NULL,
+	legacy_id       TEXT, -- the id of a delivery queued before this migration
+	PRIMARY KEY (endpoint_id, event_seq)
 ) STRICT, WITHOUT ROWID;
 
 -- table webhook_endpoints
@@ -354,4 +356,4 @@ CREATE TABLE webhook_endpoints (
 	previous_until   INTEGER,
 	disabled_reason  TEXT,
 	created_at       INTEGER NOT NULL
-) STRICT;
+, claimed_seq INTEGER NOT NULL DEFAULT 0) STRICT;
