@@ -17,11 +17,11 @@ import (
 // btreeWritesPerMessageMax bounds the B-tree writes of one inbound message
 // without attachments in the transaction its 250 waits for (counted by
 // TestBTreeWritesPerMessage), with one webhook endpoint subscribed. It is
-// today's number, so that the schema does not get worse: 25 before
-// migration 0014, 15 since, 12 since 0017 (a delivery is one B-tree);
-// issue 18's goal is ≤ 10 (lever 1: fewer B-trees and pages per message).
-// Lower it as the schema improves.
-const btreeWritesPerMessageMax = 12
+// issue 18's goal (lever 1: fewer B-trees and pages per message), met
+// since migration 0018: 25 before migration 0014, 15 since, 12 since 0017
+// (a delivery is one B-tree), 10 since 0018 (the event log and threads
+// are one B-tree each).
+const btreeWritesPerMessageMax = 10
 
 // searchWritesPerMessageMax bounds the same count for the search pass that
 // indexes one message on its own (a pass of one is the worst case: under
@@ -135,7 +135,7 @@ func TestBTreeWritesPerMessage(t *testing.T) {
 		batched, commits.Load(), float64(entries)/batched, float64(searchEntries)/batched)
 
 	if worst > btreeWritesPerMessageMax {
-		t.Errorf("a message's commit writes %d B-tree entries, more than btreeWritesPerMessageMax = %d (issue 18's goal: ≤ 10)", worst, btreeWritesPerMessageMax)
+		t.Errorf("a message's commit writes %d B-tree entries, more than btreeWritesPerMessageMax = %d", worst, btreeWritesPerMessageMax)
 	}
 	if search.maxWrites > searchWritesPerMessageMax {
 		t.Errorf("a one-message search pass writes %d B-tree entries, more than searchWritesPerMessageMax = %d", search.maxWrites, searchWritesPerMessageMax)

@@ -45,11 +45,15 @@ const (
 	sqlEventTargets = `SELECT i.project_id, i.environment, e.id, e.event_types, e.inbox_ids
 		FROM inboxes i LEFT JOIN webhook_endpoints e ON e.project_id = i.project_id AND e.enabled = 1
 		WHERE i.id = ?`
-	// A seq is never handed out twice, even after retention emptied the
-	// log: events_floor holds the last seq it deleted (migration 0014).
 	sqlInsertEvent = `INSERT INTO events (seq, id, project_id, inbox_id, type, environment, body, created_at)
-		VALUES (` + sqlLastEventSeq + ` + 1, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
-	sqlLastEventSeq = `max(coalesce((SELECT max(seq) FROM events), 0), (SELECT seq FROM events_floor))`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlLastEventSeq is the highest seq handed out so far, which Open
+	// counts on from (DB.lastEventSeq): a seq is never handed out twice,
+	// even after retention emptied the log, since events_floor holds the
+	// last seq it deleted (migration 0014). One lookup per project: the
+	// log is in (project_id, seq) order.
+	sqlLastEventSeq = `SELECT max(coalesce((SELECT max((SELECT max(seq) FROM events e WHERE e.project_id = p.id)) FROM projects p), 0),
+		(SELECT seq FROM events_floor))`
 	// A new delivery is due at once; the worker finds it past its
 	// endpoint's claimed_seq (migration 0017), not in the due index.
 	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_seq, created_at) VALUES (?, ?, ?)`
@@ -94,8 +98,10 @@ func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, 
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
-	var seq int64
-	if err := tx.StmtContext(ctx, db.ws.insertEvent).QueryRowContext(ctx, id, project, inboxID, typ, environment, body, ms(now)).Scan(&seq); err != nil {
+	// A transaction that rolls back leaves its seqs unused: the log may
+	// skip a number, never repeat one.
+	seq := db.lastEventSeq.Add(1)
+	if _, err := tx.StmtContext(ctx, db.ws.insertEvent).ExecContext(ctx, seq, id, project, inboxID, typ, environment, body, ms(now)); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
 	for _, ep := range targets {
@@ -259,9 +265,7 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 // EventsAppended is how many events the log has ever held: the last
 // sequence number handed out (a counter: deleting events never lowers it).
 func (db *DB) EventsAppended(ctx context.Context) (int64, error) {
-	var n int64
-	err := db.r.QueryRowContext(ctx, `SELECT `+sqlLastEventSeq).Scan(&n)
-	return n, err
+	return db.lastEventSeq.Load(), nil
 }
 
 // EventsBefore returns up to limit of the matching events of f before the
@@ -303,41 +307,57 @@ const pruneBatch = 1000
 
 // PruneEvents deletes the oldest events of the log created before cutoff,
 // at most limit of them (their webhook deliveries and attempts go with
-// them), and returns how many it deleted. It deletes a prefix of the log:
-// it stops at the first event newer than cutoff, so the log stays whole
-// from there on. A cursor that named a deleted event is refused from then
+// them), and returns how many it deleted. It deletes a prefix of each
+// project's log: it stops at the first event newer than cutoff, so the
+// log stays whole from there on. A cursor that named a deleted event is refused from then
 // on as invalid_cursor (IsEventPosition), the defined answer for a cursor
 // older than the log.
 func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, created_at FROM events ORDER BY seq LIMIT ?`, limit)
-		type ev struct{ seq, at int64 }
-		list, err := scanAll(rows, err, "prune events", func(r rowScanner) (e ev, err error) { return e, r.Scan(&e.seq, &e.at) })
+		// Each project's log is its own prefix to cut (they are keyed by
+		// project, migration 0018); limit bounds them all together.
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM projects ORDER BY id`)
+		projects, err := scanAll(rows, err, "prune events", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
 		if err != nil {
 			return err
 		}
-		var through int64
-		for _, e := range list {
-			if e.at >= ms(cutoff) {
+		for _, p := range projects {
+			if n >= limit {
 				break
 			}
-			through, n = e.seq, n+1
+			rows, err := tx.QueryContext(ctx, `SELECT seq, created_at FROM events WHERE project_id = ? ORDER BY seq LIMIT ?`, p, limit-n)
+			type ev struct{ seq, at int64 }
+			list, err := scanAll(rows, err, "prune events", func(r rowScanner) (e ev, err error) { return e, r.Scan(&e.seq, &e.at) })
+			if err != nil {
+				return err
+			}
+			var through int64
+			cut := 0
+			for _, e := range list {
+				if e.at >= ms(cutoff) {
+					break
+				}
+				through, cut = e.seq, cut+1
+			}
+			if cut == 0 {
+				continue
+			}
+			// The events' deliveries first (their attempts follow by
+			// cascade): they have no foreign key to events (migration 0017).
+			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries
+				WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE project_id = ?) AND event_seq <= ?`, p, through); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE project_id = ? AND seq <= ?`, p, through); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through); err != nil {
+				return err
+			}
+			n += cut
 		}
-		if n == 0 {
-			return nil
-		}
-		// The events' deliveries first (their attempts follow by cascade):
-		// they have no foreign key to events (migration 0017).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries
-			WHERE endpoint_id IN (SELECT id FROM webhook_endpoints) AND event_seq <= ?`, through); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, through); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through)
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)

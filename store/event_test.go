@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -71,5 +72,58 @@ func TestNewDatabaseVacuumsIncrementally(t *testing.T) {
 	var mode int
 	if err := db.r.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
 		t.Fatalf("auto_vacuum = %d (%v), want 2 (INCREMENTAL)", mode, err)
+	}
+}
+
+// The writer counts seqs on from where the log stopped when it opens
+// (the log is keyed by project, migration 0018): after a restart, and
+// after retention emptied the log before it, the next event's seq is one
+// more than the last one handed out; events of two projects share one
+// sequence.
+func TestEventSeqAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "inboxd.db")
+	db, b, stop := openRunning(t, Options{Path: path, NoFsync: true})
+	if _, err := db.w.Exec(`INSERT INTO projects (id, name, created_at) VALUES ('prj_other', 'other', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateInbox(ctx, "prj_other", NewInbox{Address: "other@localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	var otherInbox string
+	if err := db.r.QueryRow(`SELECT id FROM inboxes WHERE project_id = 'prj_other'`).Scan(&otherInbox); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for i := range 4 {
+		inbox, project := b.Inbox.ID, b.ProjectID
+		if i%2 == 1 {
+			inbox, project = otherInbox, "prj_other"
+		}
+		if _, err := db.Ingest(ctx, incoming(inbox, fmt.Sprintf("Subject: %d\r\n\r\nx\r\n", i))); err != nil {
+			t.Fatal(err)
+		}
+		s, err := db.LastEventSeq(ctx, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, s)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("seqs across two projects %v: not one sequence", seqs)
+		}
+	}
+	// Retention empties both logs: only events_floor remembers the seqs.
+	if n, err := db.PruneEvents(ctx, db.Now().Add(time.Hour), 1000); err != nil || n != len(seqs) {
+		t.Fatalf("pruned %d of %d (%v)", n, len(seqs), err)
+	}
+	stop()
+	db, _, _ = openRunning(t, Options{Path: path, NoFsync: true}) // b is the first start's
+	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Subject: after\r\n\r\nx\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := db.LastEventSeq(ctx, b.ProjectID); s != seqs[3]+1 {
+		t.Errorf("first event after the restart: seq %d, want %d", s, seqs[3]+1)
 	}
 }

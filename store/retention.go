@@ -223,7 +223,8 @@ func (db *DB) planRound(ctx context.Context) (*round, error) {
 	}
 	if db.eventRetention > 0 {
 		r.eventCutoff = now.Add(-db.eventRetention)
-		if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE seq = (SELECT min(seq) FROM events) AND created_at < ?)`,
+		if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM projects p
+			WHERE (SELECT created_at FROM events e WHERE e.project_id = p.id ORDER BY seq LIMIT 1) < ?)`,
 			ms(r.eventCutoff)).Scan(&r.events); err != nil {
 			return nil, fmt.Errorf("plan event retention: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -130,6 +131,12 @@ type DB struct {
 	probes      probeCache // commonTerm's recent answers
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
+
+	// lastEventSeq is the last seq handed out to an event (appendEvent,
+	// only in the writer's transactions; read by EventsAppended). The log
+	// is keyed by (project_id, seq): no query finds the highest seq of
+	// all projects cheaply, so the writer counts (migration 0018).
+	lastEventSeq atomic.Int64
 
 	bodies bodyPacker
 
@@ -242,6 +249,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
+	var lastSeq int64
+	if err := w.QueryRowContext(ctx, sqlLastEventSeq).Scan(&lastSeq); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("event log: %w", err)
+	}
+	db.lastEventSeq.Store(lastSeq)
 	// Messages stored but not indexed before a stop are indexed by Run,
 	// or by the first search.
 	var behind bool

@@ -328,7 +328,8 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 				return fmt.Errorf("claim webhook delivery: %w", err)
 			}
 			c.DeliveryID = formatDeliveryID(created, d.seq, d.endpoint.id, legacy)
-			if err := tx.QueryRowContext(ctx, `SELECT id, body FROM events WHERE seq = ?`, d.seq).Scan(&c.EventID, &c.Body); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT id, body FROM events WHERE project_id = ? AND seq = ?`,
+				d.endpoint.projectID, d.seq).Scan(&c.EventID, &c.Body); err != nil {
 				return fmt.Errorf("claim webhook delivery %s: %w", c.DeliveryID, err)
 			}
 			out = append(out, c)
@@ -344,6 +345,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 // claimEndpoint is an enabled endpoint with room for more attempts.
 type claimEndpoint struct {
 	id, url    string
+	projectID  string
 	secrets    []string
 	room       int
 	claimedSeq int64
@@ -358,7 +360,7 @@ type dueDelivery struct {
 }
 
 func claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint int, busy map[string]int) ([]*claimEndpoint, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, url, secret, previous_secret, previous_until, claimed_seq
+	rows, err := tx.QueryContext(ctx, `SELECT id, project_id, url, secret, previous_secret, previous_until, claimed_seq
 		FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -370,7 +372,7 @@ func claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint 
 		var secret string
 		var prev sql.NullString
 		var until sql.NullInt64
-		if err := rows.Scan(&ep.id, &ep.url, &secret, &prev, &until, &ep.claimedSeq); err != nil {
+		if err := rows.Scan(&ep.id, &ep.projectID, &ep.url, &secret, &prev, &until, &ep.claimedSeq); err != nil {
 			return nil, err
 		}
 		ep.secrets = []string{secret}
@@ -610,8 +612,8 @@ type WebhookDelivery struct {
 const webhookDeliveryColumns = `d.endpoint_id, d.event_seq, d.legacy_id, ev.id, ev.type, d.status, d.attempt_count,
 	CASE WHEN d.status = 'pending' THEN coalesce(d.next_attempt_at, d.created_at) END, d.created_at`
 
-const webhookDeliveryFrom = ` FROM webhook_deliveries d JOIN events ev ON ev.seq = d.event_seq
-	JOIN webhook_endpoints e ON e.id = d.endpoint_id`
+const webhookDeliveryFrom = ` FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+	JOIN events ev ON ev.project_id = e.project_id AND ev.seq = d.event_seq`
 
 func scanWebhookDelivery(row rowScanner) (WebhookDelivery, error) {
 	var d WebhookDelivery

@@ -1,4 +1,4 @@
--- user_version = 17
+-- user_version = 18
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -20,9 +20,6 @@ CREATE INDEX deliveries_due ON deliveries(next_attempt_at) WHERE next_attempt_at
 
 -- index deliveries_message
 CREATE INDEX deliveries_message ON deliveries(message_id, id);
-
--- index events_project
-CREATE INDEX events_project ON events(project_id, seq);
 
 -- index inboxes_project
 CREATE INDEX inboxes_project ON inboxes(project_id, created_at, id);
@@ -168,15 +165,16 @@ CREATE TABLE drafts (
 
 -- table events
 CREATE TABLE "events" (
-	seq         INTEGER PRIMARY KEY,
-	id          TEXT NOT NULL, -- nothing looks an event up by it: no index
 	project_id  TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	seq         INTEGER NOT NULL,
+	id          TEXT NOT NULL, -- nothing looks an event up by it: no index
 	inbox_id    TEXT,
 	type        TEXT NOT NULL,
 	environment TEXT NOT NULL,
 	body        BLOB NOT NULL,
-	created_at  INTEGER NOT NULL
-) STRICT;
+	created_at  INTEGER NOT NULL,
+	PRIMARY KEY (project_id, seq)
+) STRICT, WITHOUT ROWID;
 
 -- table events_floor
 CREATE TABLE events_floor (
@@ -303,7 +301,7 @@ CREATE TABLE settings (
 ) STRICT;
 
 -- table threads
-CREATE TABLE threads (
+CREATE TABLE "threads" (
 	id                     TEXT PRIMARY KEY,
 	inbox_id               TEXT NOT NULL REFERENCES inboxes(id) ON DELETE CASCADE,
 	subject                TEXT NOT NULL,
@@ -312,8 +310,9 @@ CREATE TABLE threads (
 	last_sequence          INTEGER NOT NULL DEFAULT 0,
 	last_message_at        INTEGER NOT NULL,
 	last_message_direction TEXT NOT NULL,
-	created_at             INTEGER NOT NULL
-, has_attachments INTEGER NOT NULL DEFAULT 0) STRICT;
+	created_at             INTEGER NOT NULL,
+	has_attachments        INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
 
 -- table webhook_attempts
 CREATE TABLE "webhook_attempts" (
