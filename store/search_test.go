@@ -64,11 +64,17 @@ func TestSearchStrategiesAgree(t *testing.T) {
 		}
 		return
 	}
-	for _, text := range []string{"alpha", "common", "gamma text", "nothing"} {
+	for _, text := range []string{"alpha", "common", "gamma text", "nothing", "n0"} { // n0: the oldest thread only
 		t1, m1 := run(1, text)     // every term counts as common: walk
 		t2, m2 := run(1<<30, text) // every term counts as rare: collect
 		if !slices.Equal(t1, t2) || !slices.Equal(m1, m2) {
 			t.Errorf("%q: walk %v/%v, collect %v/%v", text, t1, m1, t2, m2)
+		}
+		walkBatchMin = 1 // a walk of pages of 3 tests 6 threads at a time
+		t3, _ := run(1, text)
+		walkBatchMin = 16
+		if !slices.Equal(t3, t2) {
+			t.Errorf("%q: walk in small batches %v, collect %v", text, t3, t2)
 		}
 		if text == "common" && (len(m1) != 40 || len(t1) != 10) {
 			t.Errorf("common: %d messages in %d threads", len(m1), len(t1))

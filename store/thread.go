@@ -79,6 +79,31 @@ func (db *DB) GetInboxThread(ctx context.Context, projectID, inboxID, threadID s
 // last_message_at then id, strictly after the position after (nil = from
 // the top). A non-empty query keeps threads with a matching message.
 func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *TimeKey, limit int) ([]Thread, error) {
+	if q.Empty() {
+		return db.threadsAfter(ctx, db.r, inboxID, after, limit, "", nil)
+	}
+	if err := db.awaitSearch(ctx); err != nil {
+		return nil, err
+	}
+	common, err := db.commonTerm(ctx, inboxID, q)
+	if err != nil {
+		return nil, err
+	}
+	if common {
+		return db.walkThreads(ctx, inboxID, q, after, limit)
+	}
+	// Few matches: collect their threads, then sort those.
+	return db.threadsAfter(ctx, db.r, inboxID, after, limit, ` AND t.id IN (SELECT m.thread_id FROM messages_fts f
+		JOIN search_keys k ON k.key = f.rowid JOIN messages m ON m.rowid = k.message
+		WHERE messages_fts MATCH ? AND m.deleted_at IS NULL)`, q.inInbox(inboxID, ""))
+}
+
+// threadsAfter is a page of an inbox's threads in list order, strictly
+// after the position after, that also meet cond (with its argument) when
+// it is set.
+func (db *DB) threadsAfter(ctx context.Context, r interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, inboxID string, after *TimeKey, limit int, cond string, condArg any) ([]Thread, error) {
 	var b strings.Builder
 	args := []any{inboxID}
 	b.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.inbox_id = ? AND t.message_count > 0`)
@@ -86,32 +111,66 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 		b.WriteString(` AND (t.last_message_at, t.id) < (?, ?)`)
 		args = append(args, after.At, after.ID)
 	}
-	if !q.Empty() {
-		if err := db.awaitSearch(ctx); err != nil {
-			return nil, err
+	if cond != "" {
+		b.WriteString(cond)
+		args = append(args, condArg)
+	}
+	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)
+	rows, err := r.QueryContext(ctx, b.String(), append(args, limit)...)
+	return scanAll(rows, err, "list threads", scanThread)
+}
+
+// walkBatchMin is the fewest threads walkThreads tests at a time (tests
+// lower it to walk in many batches).
+var walkBatchMin = 16
+
+// walkThreads is ListThreads for a common term: it walks the inbox's
+// threads newest first and keeps those with a matching message (the
+// thread's token in the scope column): a page fills after a few. The
+// threads are tested a page at a time, with one full-text query for the
+// batch ('{scope} : ("t1" OR "t2" …) AND words'), not one per thread: the
+// query's own cost was most of a thread's test. One read transaction: the
+// batches see one snapshot.
+func (db *DB) walkThreads(ctx context.Context, inboxID string, q Query, after *TimeKey, limit int) ([]Thread, error) {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	defer tx.Rollback()
+	batch := max(limit, walkBatchMin) // a common term matches most threads
+	var out []Thread
+	for len(out) < limit {
+		threads, err := db.threadsAfter(ctx, tx, inboxID, after, batch, "", nil)
+		if err != nil || len(threads) == 0 {
+			return out, err
 		}
-		common, err := db.commonTerm(ctx, inboxID, q)
+		tokens := make([]string, len(threads))
+		for i, t := range threads {
+			tokens[i] = `"` + scopeToken(t.ID) + `"`
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id FROM messages_fts f JOIN search_keys k ON k.key = f.rowid
+			JOIN messages m ON m.rowid = k.message WHERE messages_fts MATCH ?`,
+			`{scope} : (`+strings.Join(tokens, " OR ")+`) AND `+q.words())
+		hits, err := scanAll(rows, err, "list threads", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
 		if err != nil {
 			return nil, err
 		}
-		if common {
-			// Walk the inbox's threads newest first and keep those with a
-			// matching message (the thread's token in the scope column):
-			// a common term fills a page after a few.
-			b.WriteString(` AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH
-				'{scope} : "' || ` + sqlScopeToken("t.id") + ` || '" AND ' || ?)`)
-			args = append(args, q.words())
-		} else {
-			// Few matches: collect their threads, then sort those.
-			b.WriteString(` AND t.id IN (SELECT m.thread_id FROM messages_fts f JOIN search_keys k ON k.key = f.rowid
-				JOIN messages m ON m.rowid = k.message WHERE messages_fts MATCH ? AND m.deleted_at IS NULL)`)
-			args = append(args, q.inInbox(inboxID, ""))
+		matched := make(map[string]bool, len(hits))
+		for _, id := range hits {
+			matched[id] = true
 		}
+		for _, t := range threads {
+			if len(out) < limit && matched[t.ID] {
+				out = append(out, t)
+			}
+		}
+		if len(threads) < batch {
+			break
+		}
+		last := threads[len(threads)-1]
+		after = &TimeKey{At: last.LastMessageAt.UnixMilli(), ID: last.ID}
 	}
-	b.WriteString(` ORDER BY t.last_message_at DESC, t.id DESC LIMIT ?`)
-	args = append(args, limit)
-	rows, err := db.r.QueryContext(ctx, b.String(), args...)
-	return scanAll(rows, err, "list threads", scanThread)
+	return out, nil
 }
 
 // SeqKey is a keyset position in a thread: sequence, then id.
