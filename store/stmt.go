@@ -38,6 +38,15 @@ type writeStmts struct {
 	insertEvent           *sql.Stmt // appends an event to the log
 	insertWebhookDelivery *sql.Stmt // queues an event for one endpoint
 
+	// webhook.go: the webhook queue's claims and recorded attempts.
+	claimableEndpoints   *sql.Stmt // the enabled endpoints, with their secrets and claimed_seq
+	endpointDue          *sql.Stmt // an endpoint's due deliveries: retries and new ones
+	claimWebhookDelivery *sql.Stmt // counts a claimed delivery's attempt, leased
+	claimedEvent         *sql.Stmt // the event a claimed delivery sends
+	advanceClaimedSeq    *sql.Stmt // moves an endpoint's claimed_seq over what was claimed
+	recordWebhookStatus  *sql.Stmt // a delivery's status after an attempt
+	insertWebhookAttempt *sql.Stmt // the attempt
+
 	// searchindex.go: an indexing pass.
 	insertFTS       *sql.Stmt // one message's search row
 	insertSearchKey *sql.Stmt // claims a search key for a message
@@ -89,6 +98,14 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.eventTargets, sqlEventTargets},
 		{&ws.insertEvent, sqlInsertEvent},
 		{&ws.insertWebhookDelivery, sqlInsertWebhookDelivery},
+
+		{&ws.claimableEndpoints, sqlClaimableEndpoints},
+		{&ws.endpointDue, sqlEndpointDue},
+		{&ws.claimWebhookDelivery, sqlClaimWebhookDelivery},
+		{&ws.claimedEvent, sqlClaimedEvent},
+		{&ws.advanceClaimedSeq, sqlAdvanceClaimedSeq},
+		{&ws.recordWebhookStatus, sqlRecordWebhookStatus},
+		{&ws.insertWebhookAttempt, sqlInsertWebhookAttempt},
 
 		{&ws.insertFTS, sqlInsertFTS},
 		{&ws.insertSearchKey, sqlInsertSearchKey},

@@ -302,13 +302,13 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 	var out []WebhookDeliveryClaim
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		endpoints, err := claimableEndpoints(ctx, tx, ms(now), perEndpoint, busy)
+		endpoints, err := db.claimableEndpoints(ctx, tx, ms(now), perEndpoint, busy)
 		if err != nil {
 			return err
 		}
 		var due []dueDelivery
 		for _, ep := range endpoints {
-			d, err := endpointDue(ctx, tx, ep, ms(now))
+			d, err := db.endpointDue(ctx, tx, ep, ms(now))
 			if err != nil {
 				return err
 			}
@@ -322,25 +322,47 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 			c := WebhookDeliveryClaim{EndpointID: d.endpoint.id, URL: d.endpoint.url, Secrets: d.endpoint.secrets}
 			var created int64
 			var legacy sql.NullString
-			if err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?
-				WHERE endpoint_id = ? AND event_seq = ? RETURNING attempt_count, created_at, legacy_id`,
+			if err := tx.StmtContext(ctx, db.ws.claimWebhookDelivery).QueryRowContext(ctx,
 				ms(now.Add(lease)), d.endpoint.id, d.seq).Scan(&c.Attempt, &created, &legacy); err != nil {
 				return fmt.Errorf("claim webhook delivery: %w", err)
 			}
 			c.DeliveryID = formatDeliveryID(created, d.seq, d.endpoint.id, legacy)
-			if err := tx.QueryRowContext(ctx, `SELECT id, body FROM events WHERE project_id = ? AND seq = ?`,
-				d.endpoint.projectID, d.seq).Scan(&c.EventID, &c.Body); err != nil {
+			if err := tx.StmtContext(ctx, db.ws.claimedEvent).QueryRowContext(ctx, d.endpoint.projectID, d.seq).Scan(&c.EventID, &c.Body); err != nil {
 				return fmt.Errorf("claim webhook delivery %s: %w", c.DeliveryID, err)
 			}
 			out = append(out, c)
 		}
-		return advanceClaimedSeq(ctx, tx, due)
+		return db.advanceClaimedSeq(ctx, tx, due)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
 	return out, nil
 }
+
+// The webhook queue's statements, prepared on the writer (db.ws): the
+// worker runs them for every claim and every recorded attempt.
+const (
+	sqlClaimableEndpoints = `SELECT id, project_id, url, secret, previous_secret, previous_until, claimed_seq
+		FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`
+	sqlEndpointDue = `SELECT event_seq, at, new FROM (
+			SELECT * FROM (SELECT event_seq, next_attempt_at AS at, 0 AS new FROM webhook_deliveries
+				WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+			UNION ALL
+			SELECT * FROM (SELECT event_seq, created_at, 1 FROM webhook_deliveries
+				WHERE endpoint_id = ?1 AND event_seq > ?4 AND next_attempt_at IS NULL AND status = 'pending'
+				ORDER BY event_seq LIMIT ?3))
+		ORDER BY at, event_seq LIMIT ?3`
+	sqlClaimWebhookDelivery = `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?
+		WHERE endpoint_id = ? AND event_seq = ? RETURNING attempt_count, created_at, legacy_id`
+	sqlClaimedEvent      = `SELECT id, body FROM events WHERE project_id = ? AND seq = ?`
+	sqlAdvanceClaimedSeq = `UPDATE webhook_endpoints SET claimed_seq = min(?3, coalesce((SELECT min(event_seq) - 1
+			FROM webhook_deliveries WHERE endpoint_id = ?1 AND event_seq > ?2 AND next_attempt_at IS NULL AND status = 'pending'), ?3))
+		WHERE id = ?1`
+	sqlRecordWebhookStatus  = `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`
+	sqlInsertWebhookAttempt = `INSERT INTO webhook_attempts (endpoint_id, event_seq, at, status_code, duration_ms, response_excerpt, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
 
 // claimEndpoint is an enabled endpoint with room for more attempts.
 type claimEndpoint struct {
@@ -359,9 +381,8 @@ type dueDelivery struct {
 	isNew    bool  // found past claimed_seq
 }
 
-func claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint int, busy map[string]int) ([]*claimEndpoint, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, project_id, url, secret, previous_secret, previous_until, claimed_seq
-		FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`)
+func (db *DB) claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint int, busy map[string]int) ([]*claimEndpoint, error) {
+	rows, err := tx.StmtContext(ctx, db.ws.claimableEndpoints).QueryContext(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -389,15 +410,8 @@ func claimableEndpoints(ctx context.Context, tx *sql.Tx, now int64, perEndpoint 
 // endpointDue returns up to ep.room of the endpoint's deliveries due at
 // now, the oldest due first: those waiting for a retry or a lease to end
 // and the new ones.
-func endpointDue(ctx context.Context, tx *sql.Tx, ep *claimEndpoint, now int64) ([]dueDelivery, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT event_seq, at, new FROM (
-			SELECT * FROM (SELECT event_seq, next_attempt_at AS at, 0 AS new FROM webhook_deliveries
-				WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
-			UNION ALL
-			SELECT * FROM (SELECT event_seq, created_at, 1 FROM webhook_deliveries
-				WHERE endpoint_id = ?1 AND event_seq > ?4 AND next_attempt_at IS NULL AND status = 'pending'
-				ORDER BY event_seq LIMIT ?3))
-		ORDER BY at, event_seq LIMIT ?3`, ep.id, now, ep.room, ep.claimedSeq)
+func (db *DB) endpointDue(ctx context.Context, tx *sql.Tx, ep *claimEndpoint, now int64) ([]dueDelivery, error) {
+	rows, err := tx.StmtContext(ctx, db.ws.endpointDue).QueryContext(ctx, ep.id, now, ep.room, ep.claimedSeq)
 	return scanAll(rows, err, "due webhook deliveries", func(r rowScanner) (d dueDelivery, err error) {
 		d.endpoint = ep
 		return d, r.Scan(&d.seq, &d.at, &d.isNew)
@@ -408,7 +422,7 @@ func endpointDue(ctx context.Context, tx *sql.Tx, ep *claimEndpoint, now int64) 
 // deliveries just claimed, up to the first one still new (its turn went
 // to an older delivery). One claimed beyond such a gap is not taken
 // again: it has its next_attempt_at now.
-func advanceClaimedSeq(ctx context.Context, tx *sql.Tx, claimed []dueDelivery) error {
+func (db *DB) advanceClaimedSeq(ctx context.Context, tx *sql.Tx, claimed []dueDelivery) error {
 	through := map[*claimEndpoint]int64{}
 	for _, d := range claimed {
 		if d.isNew {
@@ -416,9 +430,7 @@ func advanceClaimedSeq(ctx context.Context, tx *sql.Tx, claimed []dueDelivery) e
 		}
 	}
 	for ep, last := range through {
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET claimed_seq = min(?3, coalesce((SELECT min(event_seq) - 1
-				FROM webhook_deliveries WHERE endpoint_id = ?1 AND event_seq > ?2 AND next_attempt_at IS NULL AND status = 'pending'), ?3))
-			WHERE id = ?1`, ep.id, ep.claimedSeq, last); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.advanceClaimedSeq).ExecContext(ctx, ep.id, ep.claimedSeq, last); err != nil {
 			return fmt.Errorf("advance claimed_seq: %w", err)
 		}
 	}
@@ -511,7 +523,7 @@ const MaxResponseExcerpt = 1024
 func (db *DB) RecordWebhookDeliveries(ctx context.Context, results []WebhookDeliveryResult) error {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		for _, o := range results {
-			if err := recordWebhookDeliveryTx(ctx, tx, o); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := db.recordWebhookDeliveryTx(ctx, tx, o); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
@@ -525,7 +537,7 @@ func (db *DB) RecordWebhookDeliveries(ctx context.Context, results []WebhookDeli
 
 // recordWebhookDeliveryTx stores one attempt and its delivery's status in
 // tx; a delivery that is gone is ErrNotFound.
-func recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o WebhookDeliveryResult) error {
+func (db *DB) recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o WebhookDeliveryResult) error {
 	var next any
 	switch o.Status {
 	case WebhookPending:
@@ -539,12 +551,10 @@ func recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o WebhookDeliveryR
 		return err
 	}
 	a := o.Attempt
-	if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`,
-		o.Status, next, o.EndpointID, seq); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.recordWebhookStatus).ExecContext(ctx, o.Status, next, o.EndpointID, seq); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (endpoint_id, event_seq, at, status_code, duration_ms, response_excerpt, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, o.EndpointID, seq, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
+	if _, err := tx.StmtContext(ctx, db.ws.insertWebhookAttempt).ExecContext(ctx, o.EndpointID, seq, ms(a.At), nullIfZero(a.StatusCode), a.Duration.Milliseconds(),
 		nullIfEmpty(excerpt(a.ResponseExcerpt)), nullIfEmpty(excerpt(a.Error))); err != nil {
 		return err
 	}

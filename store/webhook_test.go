@@ -340,7 +340,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 	// A delivery that is gone is ErrNotFound, and a batch skips it: the
 	// batch's other results are stored.
 	gone := WebhookDeliveryResult{EndpointID: ep.ID, DeliveryID: "dlv_none", Status: WebhookDelivered}
-	if err := db.tx(ctx, func(tx *sql.Tx) error { return recordWebhookDeliveryTx(ctx, tx, gone) }); !errors.Is(err, ErrNotFound) {
+	if err := db.tx(ctx, func(tx *sql.Tx) error { return db.recordWebhookDeliveryTx(ctx, tx, gone) }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("record for a missing delivery: %v", err)
 	}
 	again := WebhookDeliveryResult{EndpointID: ep.ID, DeliveryID: cs[2].DeliveryID, Status: WebhookFailed, Attempt: WebhookAttempt{At: clk.Now(), Error: "again"}}
