@@ -264,9 +264,7 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 
 // EventsAppended is how many events the log has ever held: the last
 // sequence number handed out (a counter: deleting events never lowers it).
-func (db *DB) EventsAppended(ctx context.Context) (int64, error) {
-	return db.lastEventSeq.Load(), nil
-}
+func (db *DB) EventsAppended() int64 { return db.lastEventSeq.Load() }
 
 // EventsBefore returns up to limit of the matching events of f before the
 // position before (0: from the end of the log), newest first, and whether
@@ -309,9 +307,9 @@ const pruneBatch = 1000
 // at most limit of them (their webhook deliveries and attempts go with
 // them), and returns how many it deleted. It deletes a prefix of each
 // project's log: it stops at the first event newer than cutoff, so the
-// log stays whole from there on. A cursor that named a deleted event is refused from then
-// on as invalid_cursor (IsEventPosition), the defined answer for a cursor
-// older than the log.
+// log stays whole from there on. A cursor that named a deleted event is
+// refused from then on as invalid_cursor (IsEventPosition), the defined
+// answer for a cursor older than the log.
 func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int
 	err := db.tx(ctx, func(tx *sql.Tx) error {
@@ -326,33 +324,8 @@ func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int
 			if n >= limit {
 				break
 			}
-			rows, err := tx.QueryContext(ctx, `SELECT seq, created_at FROM events WHERE project_id = ? ORDER BY seq LIMIT ?`, p, limit-n)
-			type ev struct{ seq, at int64 }
-			list, err := scanAll(rows, err, "prune events", func(r rowScanner) (e ev, err error) { return e, r.Scan(&e.seq, &e.at) })
+			cut, err := pruneProjectEvents(ctx, tx, p, cutoff, limit-n)
 			if err != nil {
-				return err
-			}
-			var through int64
-			cut := 0
-			for _, e := range list {
-				if e.at >= ms(cutoff) {
-					break
-				}
-				through, cut = e.seq, cut+1
-			}
-			if cut == 0 {
-				continue
-			}
-			// The events' deliveries first (their attempts follow by
-			// cascade): they have no foreign key to events (migration 0017).
-			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries
-				WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE project_id = ?) AND event_seq <= ?`, p, through); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE project_id = ? AND seq <= ?`, p, through); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through); err != nil {
 				return err
 			}
 			n += cut
@@ -363,4 +336,39 @@ func (db *DB) PruneEvents(ctx context.Context, cutoff time.Time, limit int) (int
 		return 0, fmt.Errorf("prune events: %w", err)
 	}
 	return n, nil
+}
+
+// pruneProjectEvents deletes up to limit of a project's oldest events
+// created before cutoff, with their deliveries, and returns how many.
+func pruneProjectEvents(ctx context.Context, tx *sql.Tx, projectID string, cutoff time.Time, limit int) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, created_at FROM events WHERE project_id = ? ORDER BY seq LIMIT ?`, projectID, limit)
+	type ev struct{ seq, at int64 }
+	list, err := scanAll(rows, err, "prune events", func(r rowScanner) (e ev, err error) { return e, r.Scan(&e.seq, &e.at) })
+	if err != nil {
+		return 0, err
+	}
+	var through int64
+	cut := 0
+	for _, e := range list {
+		if e.at >= ms(cutoff) {
+			break
+		}
+		through, cut = e.seq, cut+1
+	}
+	if cut == 0 {
+		return 0, nil
+	}
+	// The events' deliveries first (their attempts follow by cascade):
+	// they have no foreign key to events (migration 0017).
+	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries
+		WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE project_id = ?) AND event_seq <= ?`, projectID, through); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE project_id = ? AND seq <= ?`, projectID, through); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through); err != nil {
+		return 0, err
+	}
+	return cut, nil
 }

@@ -70,9 +70,12 @@ func TestSearchStrategiesAgree(t *testing.T) {
 		if !slices.Equal(t1, t2) || !slices.Equal(m1, m2) {
 			t.Errorf("%q: walk %v/%v, collect %v/%v", text, t1, m1, t2, m2)
 		}
-		walkBatchMin = 1 // a walk of pages of 3 tests 6 threads at a time
-		t3, _ := run(1, text)
-		walkBatchMin = 16
+		t3 := func() []string {
+			defer func(n int) { walkBatchMin = n }(walkBatchMin)
+			walkBatchMin = 1 // a walk of pages of 3 tests 6 threads at a time
+			t3, _ := run(1, text)
+			return t3
+		}()
 		if !slices.Equal(t3, t2) {
 			t.Errorf("%q: walk in small batches %v, collect %v", text, t3, t2)
 		}

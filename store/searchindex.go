@@ -253,9 +253,6 @@ func setDeleteMerge(ctx context.Context, tx *sql.Tx, percent int) error {
 // one token the tokenizer makes of it.
 func scopeToken(id string) string { return strings.ToLower(strings.ReplaceAll(id, "_", "")) }
 
-// sqlScopeToken is scopeToken in SQL, of the column col.
-func sqlScopeToken(col string) string { return `lower(replace(` + col + `, '_', ''))` }
-
 // scopeCol is a message's scope column: its inbox, thread and direction.
 func scopeCol(inboxID, threadID, direction string) string {
 	return scopeToken(inboxID) + " " + scopeToken(threadID) + " " + direction

@@ -186,6 +186,7 @@ type rowScanner = interface{ Scan(...any) error }
 
 // queryer is what reads need of a *sql.DB or a *sql.Tx.
 type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 

@@ -101,9 +101,7 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 // threadsAfter is a page of an inbox's threads in list order, strictly
 // after the position after, that also meet cond (with its argument) when
 // it is set.
-func (db *DB) threadsAfter(ctx context.Context, r interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, inboxID string, after *TimeKey, limit int, cond string, condArg any) ([]Thread, error) {
+func (db *DB) threadsAfter(ctx context.Context, r queryer, inboxID string, after *TimeKey, limit int, cond string, condArg any) ([]Thread, error) {
 	var b strings.Builder
 	args := []any{inboxID}
 	b.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.inbox_id = ? AND t.message_count > 0`)

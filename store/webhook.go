@@ -340,9 +340,17 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit, perEndpoint int
 	return out, nil
 }
 
+// sqlNewDelivery is the condition that a delivery of the endpoint (an SQL
+// expression) is new, due at created_at and not in the due index
+// (migration 0017): past claimed (the endpoint's claimed_seq), never
+// claimed nor retried.
+func sqlNewDelivery(endpoint, claimed string) string {
+	return `endpoint_id = ` + endpoint + ` AND event_seq > ` + claimed + ` AND next_attempt_at IS NULL AND status = 'pending'`
+}
+
 // The webhook queue's statements, prepared on the writer (db.ws): the
 // worker runs them for every claim and every recorded attempt.
-const (
+var (
 	sqlClaimableEndpoints = `SELECT id, project_id, url, secret, previous_secret, previous_until, claimed_seq
 		FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`
 	sqlEndpointDue = `SELECT event_seq, at, new FROM (
@@ -350,14 +358,13 @@ const (
 				WHERE endpoint_id = ?1 AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
 			UNION ALL
 			SELECT * FROM (SELECT event_seq, created_at, 1 FROM webhook_deliveries
-				WHERE endpoint_id = ?1 AND event_seq > ?4 AND next_attempt_at IS NULL AND status = 'pending'
-				ORDER BY event_seq LIMIT ?3))
+				WHERE ` + sqlNewDelivery("?1", "?4") + ` ORDER BY event_seq LIMIT ?3))
 		ORDER BY at, event_seq LIMIT ?3`
 	sqlClaimWebhookDelivery = `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = ?
 		WHERE endpoint_id = ? AND event_seq = ? RETURNING attempt_count, created_at, legacy_id`
 	sqlClaimedEvent      = `SELECT id, body FROM events WHERE project_id = ? AND seq = ?`
 	sqlAdvanceClaimedSeq = `UPDATE webhook_endpoints SET claimed_seq = min(?3, coalesce((SELECT min(event_seq) - 1
-			FROM webhook_deliveries WHERE endpoint_id = ?1 AND event_seq > ?2 AND next_attempt_at IS NULL AND status = 'pending'), ?3))
+			FROM webhook_deliveries WHERE ` + sqlNewDelivery("?1", "?2") + `), ?3))
 		WHERE id = ?1`
 	sqlRecordWebhookStatus  = `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`
 	sqlInsertWebhookAttempt = `INSERT INTO webhook_attempts (endpoint_id, event_seq, at, status_code, duration_ms, response_excerpt, error)
@@ -480,8 +487,7 @@ func (db *DB) NextWebhookDeliveryAt(ctx context.Context, perEndpoint int, busy m
 			coalesce((SELECT min(d.next_attempt_at) FROM webhook_deliveries d
 				WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL), ?1),
 			coalesce((SELECT d.created_at FROM webhook_deliveries d
-				WHERE d.endpoint_id = e.id AND d.event_seq > e.claimed_seq AND d.next_attempt_at IS NULL AND d.status = 'pending'
-				ORDER BY d.event_seq LIMIT 1), ?1)))
+				WHERE `+sqlNewDelivery("e.id", "e.claimed_seq")+` ORDER BY d.event_seq LIMIT 1), ?1)))
 		FROM webhook_endpoints e WHERE e.enabled = 1 AND e.id NOT IN (SELECT value FROM json_each(?2))`,
 		noDue, stringsJSON(full)).Scan(&next)
 	if err != nil {
