@@ -20,7 +20,8 @@ import (
 // in slices of at most retentionSlice each, only while no ingest waits —
 // messages, then the event log past --event-retention, then the deleted
 // entries of the full-text index (merged away: mergeSearchSlice), then the
-// pages all these emptied beyond a reserve for the ingests to come
+// index's many segments (compacted into one when due: compactSearchSlice),
+// then the pages all these emptied beyond a reserve for the ingests to come
 // (incremental vacuum, vacuumReserve). An ingest that arrives during a
 // slice waits for that slice alone, never for a whole round.
 
@@ -44,6 +45,7 @@ type Retention struct {
 type Pruned struct {
 	Messages, Events int
 	Merges           int // slices of full-text merge work (mergeSearchSlice)
+	Compactions      int // slices of full-text compaction (compactSearchSlice)
 	Pages            int // pages given back to the file system
 	Took             time.Duration
 }
@@ -197,6 +199,8 @@ type round struct {
 	eventCutoff time.Time // events created before it go
 	events      bool      // events may be left to prune
 	merge       bool      // the full-text index may hold deleted entries to merge away
+	compact     bool      // the full-text index is to be compacted (searchindex.go)
+	compacting  bool      // its compaction has started
 	vacuum      bool      // free pages may be left to give back
 	eventLimit  int       // events per slice, adapted to retentionSlice
 	mergeLimit  int       // pages of merge work per slice, likewise
@@ -219,6 +223,9 @@ func (db *DB) planRound(ctx context.Context) (*round, error) {
 	}
 	var err error
 	if r.plan, err = bounds(ctx, db.r, ret); err != nil {
+		return nil, err
+	}
+	if r.compact, err = db.searchCompactable(ctx); err != nil {
 		return nil, err
 	}
 	if db.eventRetention > 0 {
@@ -280,6 +287,15 @@ func (db *DB) retentionStep(ctx context.Context) {
 			r.vacuum = r.vacuum || db.autoVacuum
 			adapt(&r.mergeLimit, time.Since(start), mergePages)
 		}
+	case r.compact:
+		var did bool
+		did, err = db.compactSearchSlice(ctx, r.mergeLimit, !r.compacting)
+		r.compacting = true
+		if r.compact = did; did {
+			r.done.Compactions++
+			r.vacuum = r.vacuum || db.autoVacuum
+			adapt(&r.mergeLimit, time.Since(start), mergePages)
+		}
 	case r.vacuum:
 		var free, pages int
 		if err = db.w.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &pages); err != nil {
@@ -311,7 +327,7 @@ func (db *DB) endRound() {
 	db.round = nil
 	r.done.Took = time.Since(r.began)
 	if r.done != (Pruned{Took: r.done.Took}) {
-		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "search_merges", r.done.Merges,
+		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "search_merges", r.done.Merges, "search_compactions", r.done.Compactions,
 			"pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond))
 	}
 	for _, w := range r.waiters {

@@ -205,21 +205,32 @@ func dropSearchRows(ctx context.Context, tx *sql.Tx, where string, args ...any) 
 // the ingests waiting behind it.
 const tombstoneMerge = 50
 
-// mergeSearchSlice does up to pages pages of FTS5 merge work on a level
-// whose entries are tombstoneMerge per cent deleted, or on a merge already
-// under way, and reports whether it did any. FTS5 picks such a level only
-// while deletemerge is set, so the slice sets it for its own statement
-// and back to 0 before it commits: no other statement ever runs with it.
-// A slice that finds nothing to merge rolls back, writing nothing.
+// mergeSearchSlice does up to pages pages of FTS5 merge work on a merge
+// already under way, a level of four segments or more (what any 'merge'
+// takes), or a level whose entries are tombstoneMerge per cent deleted,
+// and reports whether it did any. FTS5 picks the last only while
+// deletemerge is set, so the slice sets it for its own statement and back
+// to 0 before it commits: no other statement ever runs with it.
 func (db *DB) mergeSearchSlice(ctx context.Context, pages int) (bool, error) {
+	return db.ftsMerge(ctx, pages, tombstoneMerge)
+}
+
+// ftsMerge runs FTS5's 'merge' command with pages (negative: put every
+// segment on one level first, and merge that) in a transaction of its
+// own, with deletemerge at percent (0: left as it is) for that statement
+// alone, and reports whether it did any merge work. A command that finds
+// nothing to merge rolls back, writing nothing.
+func (db *DB) ftsMerge(ctx context.Context, pages, percent int) (bool, error) {
 	tx, err := db.w.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return false, fmt.Errorf("merge search index: %w", err)
 	}
 	defer tx.Rollback() // after Commit, a no-op
 	var before, after int64
-	if err := setDeleteMerge(ctx, tx, tombstoneMerge); err != nil {
-		return false, fmt.Errorf("merge search index: %w", err)
+	if percent > 0 {
+		if err := setDeleteMerge(ctx, tx, percent); err != nil {
+			return false, fmt.Errorf("merge search index: %w", err)
+		}
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 		return false, fmt.Errorf("merge search index: %w", err)
@@ -235,13 +246,61 @@ func (db *DB) mergeSearchSlice(ctx context.Context, pages int) (bool, error) {
 	if after-before < 2 {
 		return false, nil
 	}
-	if err := setDeleteMerge(ctx, tx, 0); err != nil {
-		return false, fmt.Errorf("merge search index: %w", err)
+	if percent > 0 {
+		if err := setDeleteMerge(ctx, tx, 0); err != nil {
+			return false, fmt.Errorf("merge search index: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("merge search index: commit: %w", err)
 	}
 	return true, nil
+}
+
+// Compaction. FTS5 keeps the index as segments, each written by one pass
+// and merged with others as they pile up (automerge: four of a size make
+// one of the next), so a large index holds up to three segments of every
+// size: the 1M-message inbox of bench/REPORT.md has 13. Every term a
+// query opens is looked up in every segment, and a thread-list search
+// opens one term per thread it tests: on that inbox the lookups were half
+// of a two-word search's CPU, and the same index in one segment answers
+// it 3× faster. So a retention round, which works only while no ingest
+// waits, compacts the whole index into one segment, an incremental
+// 'optimize': 'merge' with a negative page count puts every segment on
+// one level and starts merging it, positive ones go on with it, a slice
+// at a time like the round's other work.
+//
+// It does when the index holds at least compactSegments segments, and
+// the pages outside its largest are at least 1/compactGrowth of that
+// one's: a compaction rewrites the index, and the second condition bounds
+// that to compactGrowth+1 times what was added since the last one.
+const (
+	compactSegments = 8
+	compactGrowth   = 8
+)
+
+// searchCompactable reports whether the full-text index is due a
+// compaction, read from its segment index (one row per run of leaf pages,
+// keyed by segment, with the leaf's page number): 16,000 rows and a few
+// milliseconds at 1M messages, once a round.
+func (db *DB) searchCompactable(ctx context.Context) (bool, error) {
+	var segments, largest, total int64
+	err := db.r.QueryRowContext(ctx, `SELECT count(*), coalesce(max(pages), 0), coalesce(sum(pages), 0)
+		FROM (SELECT max(pgno) AS pages FROM messages_fts_idx GROUP BY segid)`).Scan(&segments, &largest, &total)
+	if err != nil {
+		return false, fmt.Errorf("plan search compaction: %w", err)
+	}
+	return segments >= int64(db.compactSegments) && (total-largest)*compactGrowth >= largest, nil
+}
+
+// compactSearchSlice does up to pages pages of the compaction's merge
+// work, starting it first when start is set, and reports whether there
+// was any left.
+func (db *DB) compactSearchSlice(ctx context.Context, pages int, start bool) (bool, error) {
+	if start {
+		pages = -pages
+	}
+	return db.ftsMerge(ctx, pages, 0)
 }
 
 func setDeleteMerge(ctx context.Context, tx *sql.Tx, percent int) error {

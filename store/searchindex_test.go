@@ -259,3 +259,76 @@ func unindexAll(t *testing.T, db *DB) {
 		}
 	}
 }
+
+func searchSegments(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.r.QueryRow(`SELECT count(DISTINCT segid) FROM messages_fts_idx`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A retention round compacts a full-text index of many segments into one
+// once it holds compactSegments of them, and every search answers as it
+// did before; below that, the round compacts nothing.
+func TestRetentionCompactsTheSearchIndex(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	n := 0
+	ingest := func(count int) { // each message in a pass, and so a segment, of its own
+		for range count {
+			body := fmt.Sprintf("common word%d", n)
+			if n%2 == 1 {
+				body += " odd"
+			}
+			if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <c%d@x>\r\nSubject: c%d\r\n\r\n%s\r\n", n, n, body))); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			searchThreads(t, db, b.Inbox.ID, "common")
+		}
+	}
+	queries := []string{"common", "common odd", "word3", "word13", `"common word7"`, "absent"}
+	answers := func() map[string]int {
+		m := map[string]int{}
+		for _, q := range queries {
+			m[q] = searchThreads(t, db, b.Inbox.ID, q)
+		}
+		return m
+	}
+
+	ingest(12)
+	db.compactSegments = 1 << 20 // never due
+	p, err := db.PruneNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Compactions != 0 {
+		t.Fatalf("below the threshold: %d compaction slices", p.Compactions)
+	}
+
+	ingest(2) // beside the merged segment: no level holds the four a plain merge takes
+	want := answers()
+	if want["common"] != 14 || want["common odd"] != 7 || want["word3"] != 1 || want["word13"] != 1 || want["absent"] != 0 {
+		t.Fatalf("searches before compaction: %v", want)
+	}
+	before := searchSegments(t, db)
+	if before < 2 {
+		t.Fatalf("%d segments, want several", before)
+	}
+	db.compactSegments = before
+	if p, err = db.PruneNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchSegments(t, db); p.Compactions == 0 || got != 1 {
+		t.Fatalf("at the threshold: %d compaction slices, %d segments (were %d), want 1", p.Compactions, got, before)
+	}
+	if got := answers(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("searches after compaction: %v, before: %v", got, want)
+	}
+	ingest(1) // mail stored after it is found beside what was compacted
+	if got := searchThreads(t, db, b.Inbox.ID, "common"); got != 15 {
+		t.Errorf("common: %d threads after one more message, want 15", got)
+	}
+}

@@ -129,6 +129,9 @@ type DB struct {
 	// match (thread.go, commonTerm).
 	searchProbe int
 	probes      probeCache // commonTerm's recent answers
+	// compactSegments is the segment count at which retention compacts
+	// the full-text index (searchindex.go; tests lower it).
+	compactSegments int
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
@@ -233,7 +236,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 
 		readStmts: map[string]*sql.Stmt{},
 
-		searchProbe: 2000,
+		searchProbe:     2000,
+		compactSegments: compactSegments,
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
