@@ -97,11 +97,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	go func() { writerDone <- db.Run(writerCtx) }()
 	start := time.Now()
 	done, feedErr := feed(ctx, db, cfg, inbox, stdout)
+	elapsed := time.Since(start)
+	if feedErr == nil {
+		// What a server does in its first idle moment (store/searchindex.go,
+		// compaction): a seeded dir is then what a running server's is.
+		t := time.Now()
+		if p, err := db.PruneNow(ctx); err != nil {
+			feedErr = fmt.Errorf("retention round: %w", err)
+		} else if p.Compactions > 0 {
+			fmt.Fprintf(stdout, "seed: compacted the search index in %s (%d slices)\n", time.Since(t).Round(time.Millisecond), p.Compactions)
+		}
+	}
 	stopWriter()
 	if err := <-writerDone; err != nil {
 		return fmt.Errorf("writer: %w", err)
 	}
-	elapsed := time.Since(start)
 	fmt.Fprintf(stdout, "seed: stored %d messages in %d threads in %s (%.0f msgs/s)\n",
 		done, min(cfg.threads, cfg.messages), elapsed.Round(time.Millisecond), float64(done)/elapsed.Seconds())
 	if fi, err := os.Stat(filepath.Join(cfg.dir, "inboxd.db")); err == nil {
