@@ -27,7 +27,8 @@ import (
 
 // retentionSlice bounds the writer time of one pruning transaction; an
 // ingest arriving meanwhile waits at most about this long (plus the
-// commit) for the writer.
+// commit) for the writer. Full-text merge steps are the exception: one
+// writes at least a whole term (searchindex.go, Compaction).
 const retentionSlice = 2 * time.Millisecond
 
 // sliceVictims bounds the messages one slice selects at a time.
@@ -48,6 +49,9 @@ type Pruned struct {
 	Compactions      int // slices of full-text compaction (compactSearchSlice)
 	Pages            int // pages given back to the file system
 	Took             time.Duration
+	// Longest is the round's longest slice: how long an ingest that
+	// arrived at its start waited for the writer.
+	Longest time.Duration
 }
 
 // bound is one inbox's part of a retention round: its messages before
@@ -226,7 +230,9 @@ func (db *DB) planRound(ctx context.Context) (*round, error) {
 		return nil, err
 	}
 	if r.compact, err = db.searchCompactable(ctx); err != nil {
-		return nil, err
+		// Only the compaction waits for a round that can read the index;
+		// the pruning goes ahead.
+		db.log.Error("retention", "err", err)
 	}
 	if db.eventRetention > 0 {
 		r.eventCutoff = now.Add(-db.eventRetention)
@@ -314,6 +320,7 @@ func (db *DB) retentionStep(ctx context.Context) {
 		db.endRound()
 		return
 	}
+	r.done.Longest = max(r.done.Longest, time.Since(start))
 	if err != nil {
 		db.log.Error("retention", "err", err)
 		db.endRound()
@@ -326,9 +333,9 @@ func (db *DB) endRound() {
 	r := db.round
 	db.round = nil
 	r.done.Took = time.Since(r.began)
-	if r.done != (Pruned{Took: r.done.Took}) {
+	if r.done != (Pruned{Took: r.done.Took, Longest: r.done.Longest}) {
 		db.log.Info("retention", "messages", r.done.Messages, "events", r.done.Events, "search_merges", r.done.Merges, "search_compactions", r.done.Compactions,
-			"pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond))
+			"pages", r.done.Pages, "took", r.done.Took.Round(time.Millisecond), "longest_slice", r.done.Longest.Round(time.Millisecond))
 	}
 	for _, w := range r.waiters {
 		w <- r.done

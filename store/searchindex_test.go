@@ -324,11 +324,35 @@ func TestRetentionCompactsTheSearchIndex(t *testing.T) {
 	if got := searchSegments(t, db); p.Compactions == 0 || got != 1 {
 		t.Fatalf("at the threshold: %d compaction slices, %d segments (were %d), want 1", p.Compactions, got, before)
 	}
+	if p.Longest <= 0 || p.Longest > p.Took {
+		t.Errorf("longest slice %v of a round that took %v", p.Longest, p.Took)
+	}
 	if got := answers(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("searches after compaction: %v, before: %v", got, want)
 	}
 	ingest(1) // mail stored after it is found beside what was compacted
 	if got := searchThreads(t, db, b.Inbox.ID, "common"); got != 15 {
 		t.Errorf("common: %d threads after one more message, want 15", got)
+	}
+}
+
+// A compaction is due at enough segments, and only once the pages outside
+// the largest segment are an eighth of it: a large index that grew a
+// little is not rewritten for that.
+func TestCompactDue(t *testing.T) {
+	for _, c := range []struct {
+		segments, largest, total int64
+		want                     bool
+	}{
+		{0, 0, 0, false},            // an empty index
+		{7, 100, 200, false},        // too few segments
+		{8, 100, 200, true},         // enough, grown by as much again
+		{8, 800, 900, true},         // grown by exactly an eighth
+		{8, 800, 899, false},        // by a page less
+		{13, 100000, 100500, false}, // many small segments beside a large one
+	} {
+		if got := compactDue(c.segments, c.largest, c.total, 8); got != c.want {
+			t.Errorf("compactDue(%d segments, largest %d of %d pages) = %v, want %v", c.segments, c.largest, c.total, got, c.want)
+		}
 	}
 }
