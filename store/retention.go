@@ -20,7 +20,8 @@ import (
 // in slices of at most retentionSlice each, only while no ingest waits —
 // messages, then the event log past --event-retention, then the deleted
 // entries of the full-text index (merged away: mergeSearchSlice), then the
-// index's many segments (compacted into one when due: compactSearchSlice),
+// index's many segments (compacted into one when due, once the writer has
+// had no request for compactQuiet: compactSearchSlice),
 // then the pages all these emptied beyond a reserve for the ingests to come
 // (incremental vacuum, vacuumReserve). An ingest that arrives during a
 // slice waits for that slice alone, never for a whole round.
@@ -205,6 +206,7 @@ type round struct {
 	merge       bool      // the full-text index may hold deleted entries to merge away
 	compact     bool      // the full-text index is to be compacted (searchindex.go)
 	compacting  bool      // its compaction has started
+	waiting     time.Time // since when the compaction has waited for quiet (roundWait)
 	vacuum      bool      // free pages may be left to give back
 	eventLimit  int       // events per slice, adapted to retentionSlice
 	mergeLimit  int       // pages of merge work per slice, likewise
@@ -261,6 +263,33 @@ func adapt(n *int, took time.Duration, most int) {
 	case took > retentionSlice && *n > 1:
 		*n /= 2
 	}
+}
+
+// roundWait returns nil when the round in progress may take its next
+// slice now, else a channel that fires when it may: a compaction waits
+// until the writer has had no request for compactQuiet. A round that has
+// waited resolveInterval for that quiet leaves the compaction to a later
+// one (steady mail), so that rounds, and the
+// pruning they do, keep coming; a compaction left half done goes on in
+// a later round's merge slices.
+func (db *DB) roundWait() <-chan time.Time {
+	r := db.round
+	if len(r.plan) > 0 || r.events || r.merge || !r.compact {
+		return nil
+	}
+	wait := db.compactQuiet - time.Since(db.lastRequest)
+	if wait <= 0 {
+		r.waiting = time.Time{}
+		return nil
+	}
+	if r.waiting.IsZero() {
+		r.waiting = time.Now()
+	}
+	if time.Since(r.waiting)+wait > resolveInterval {
+		r.compact = false
+		return nil
+	}
+	return time.After(wait)
 }
 
 // retentionStep is one slice of the round in progress, or its end.

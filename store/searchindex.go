@@ -283,9 +283,17 @@ func (db *DB) ftsMerge(ctx context.Context, pages, percent int) (bool, error) {
 // the pages outside its largest are at least 1/compactGrowth of that
 // one's: a compaction rewrites the index, and the second condition bounds
 // that to compactGrowth+1 times what was added since the last one.
+//
+// Those long steps are why a compaction also waits for the writer to
+// have had no request for compactQuiet: mail that comes in bursts (a CI
+// run) has it done between them, and steady mail puts it off until a
+// lull rather than meeting a long step now and then. A request that
+// arrives mid-compaction waits for one step at most; the next waits
+// for another quiet second.
 const (
 	compactSegments = 8
 	compactGrowth   = 8
+	compactQuiet    = time.Second
 )
 
 // searchCompactable reports whether the full-text index is due a

@@ -276,6 +276,7 @@ func TestRetentionCompactsTheSearchIndex(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
 	n := 0
+	var answered time.Time      // when the writer answered the last ingest
 	ingest := func(count int) { // each message in a pass, and so a segment, of its own
 		for range count {
 			body := fmt.Sprintf("common word%d", n)
@@ -285,6 +286,7 @@ func TestRetentionCompactsTheSearchIndex(t *testing.T) {
 			if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <c%d@x>\r\nSubject: c%d\r\n\r\n%s\r\n", n, n, body))); err != nil {
 				t.Fatal(err)
 			}
+			answered = time.Now()
 			n++
 			searchThreads(t, db, b.Inbox.ID, "common")
 		}
@@ -318,8 +320,24 @@ func TestRetentionCompactsTheSearchIndex(t *testing.T) {
 		t.Fatalf("%d segments, want several", before)
 	}
 	db.compactSegments = before
+	// A writer that is never quiet long enough: the round ends without
+	// the compaction rather than waiting, and holds up no later round.
+	db.compactQuiet = time.Hour
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if p, err = db.PruneNow(waitCtx); err != nil || p.Compactions != 0 {
+		t.Fatalf("never quiet: %d compaction slices, %v", p.Compactions, err)
+	}
+	if got := searchSegments(t, db); got != before {
+		t.Fatalf("never quiet: %d segments, were %d", got, before)
+	}
+	db.compactQuiet = 300 * time.Millisecond
 	if p, err = db.PruneNow(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The writer notes the time just after answering: allow it 10 ms.
+	if waited := time.Since(answered); waited < db.compactQuiet-10*time.Millisecond {
+		t.Errorf("the compaction ended %v after the last request, before the writer had been quiet for %v", waited, db.compactQuiet)
 	}
 	if got := searchSegments(t, db); p.Compactions == 0 || got != 1 {
 		t.Fatalf("at the threshold: %d compaction slices, %d segments (were %d), want 1", p.Compactions, got, before)

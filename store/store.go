@@ -132,6 +132,11 @@ type DB struct {
 	// compactSegments is the segment count at which retention compacts
 	// the full-text index (searchindex.go; tests lower it).
 	compactSegments int
+	// compactQuiet is how long the writer must have had no request before
+	// a compaction slice (searchindex.go; tests change it); lastRequest is
+	// when the writer last answered one.
+	compactQuiet time.Duration
+	lastRequest  time.Time
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
@@ -238,6 +243,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 
 		searchProbe:     2000,
 		compactSegments: compactSegments,
+		compactQuiet:    compactQuiet,
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()

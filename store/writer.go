@@ -145,28 +145,33 @@ func (db *DB) Run(ctx context.Context) error {
 	indexTick := time.NewTicker(indexDelay)
 	defer indexTick.Stop()
 	for {
+		var quiet <-chan time.Time // fires when a waiting round may go on
 		if db.round != nil && len(db.writeQ) == 0 {
-			// A round in progress: a slice of it, unless something else is due.
-			select {
-			case <-tick.C:
-				resolve()
-			case <-indexTick.C:
-				index()
-			case w := <-db.pruneNow:
-				asked = append(asked, w)
-			case <-ctx.Done():
-				drain()
-				return nil
-			default:
-				db.retentionStep(bg)
-				if db.round == nil {
-					plan(false) // the round PruneNow asked for meanwhile
+			if quiet = db.roundWait(); quiet == nil {
+				// A round in progress: a slice of it, unless something else is due.
+				select {
+				case <-tick.C:
+					resolve()
+				case <-indexTick.C:
+					index()
+				case w := <-db.pruneNow:
+					asked = append(asked, w)
+				case <-ctx.Done():
+					drain()
+					return nil
+				default:
+					db.retentionStep(bg)
+					if db.round == nil {
+						plan(false) // the round PruneNow asked for meanwhile
+					}
 				}
+				continue
 			}
-			continue
 		}
-		var first *writeReq
+		var first *writeReq // a request, else a tick or the round's quiet
 		select {
+		case <-quiet:
+			continue
 		case <-tick.C:
 			resolve()
 			continue
@@ -190,6 +195,7 @@ func (db *DB) Run(ctx context.Context) error {
 			return nil
 		}
 		db.commitBatch(bg, first)
+		db.lastRequest = time.Now()
 		if db.sq.backlogged() {
 			db.indexInBackground(bg)
 		}
