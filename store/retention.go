@@ -206,7 +206,7 @@ type round struct {
 	merge       bool      // the full-text index may hold deleted entries to merge away
 	compact     bool      // the full-text index is to be compacted (searchindex.go)
 	compacting  bool      // its compaction has started
-	waiting     time.Time // since when the compaction has waited for quiet (roundWait)
+	waiting     time.Time // when its first wait for quiet began (roundWait)
 	vacuum      bool      // free pages may be left to give back
 	eventLimit  int       // events per slice, adapted to retentionSlice
 	mergeLimit  int       // pages of merge work per slice, likewise
@@ -265,28 +265,43 @@ func adapt(n *int, took time.Duration, most int) {
 	}
 }
 
+// stillCompactable asks searchCompactable again before a compaction
+// starts: the round's merge slices may have changed the segments it was
+// planned on. A failed check is logged and counts as no.
+func (db *DB) stillCompactable(ctx context.Context) bool {
+	due, err := db.searchCompactable(ctx)
+	if err != nil {
+		db.log.Error("retention", "err", err)
+	}
+	return due
+}
+
 // roundWait returns nil when the round in progress may take its next
-// slice now, else a channel that fires when it may: a compaction waits
-// until the writer has had no request for compactQuiet. A round that has
-// waited resolveInterval for that quiet leaves the compaction to a later
-// one (steady mail), so that rounds, and the
-// pruning they do, keep coming; a compaction left half done goes on in
-// a later round's merge slices.
+// slice now, else a channel that fires when it may. A compaction's slices
+// wait until the writer has had no request for compactQuiet, and so do
+// the merge slices that go on with a compaction an earlier round left
+// unfinished (FTS5 carries on with a merge under way before any other).
+// A round whose waits began compactPatience ago leaves the rest to a
+// later round (steady mail, or mail just over a second apart), so that
+// rounds, and the pruning they do, keep coming.
 func (db *DB) roundWait() <-chan time.Time {
 	r := db.round
-	if len(r.plan) > 0 || r.events || r.merge || !r.compact {
+	if len(r.plan) > 0 || r.events {
+		return nil
+	}
+	if !(r.merge && db.compactUnfinished || !r.merge && r.compact) {
 		return nil
 	}
 	wait := db.compactQuiet - time.Since(db.lastRequest)
 	if wait <= 0 {
-		r.waiting = time.Time{}
 		return nil
 	}
 	if r.waiting.IsZero() {
 		r.waiting = time.Now()
 	}
-	if time.Since(r.waiting)+wait > resolveInterval {
-		r.compact = false
+	if time.Since(r.waiting)+wait > db.compactPatience {
+		db.compactUnfinished = db.compactUnfinished || r.compacting
+		r.merge, r.compact = false, false
 		return nil
 	}
 	return time.After(wait)
@@ -321,7 +336,11 @@ func (db *DB) retentionStep(ctx context.Context) {
 			r.done.Merges++
 			r.vacuum = r.vacuum || db.autoVacuum
 			adapt(&r.mergeLimit, time.Since(start), mergePages)
+		} else if err == nil {
+			db.compactUnfinished = false // no merge left under way
 		}
+	case r.compact && !r.compacting && !db.stillCompactable(ctx):
+		r.compact = false // the merge slices changed the index meanwhile
 	case r.compact:
 		var did bool
 		did, err = db.compactSearchSlice(ctx, r.mergeLimit, !r.compacting)

@@ -288,8 +288,10 @@ func (db *DB) ftsMerge(ctx context.Context, pages, percent int) (bool, error) {
 // have had no request for compactQuiet: mail that comes in bursts (a CI
 // run) has it done between them, and steady mail puts it off until a
 // lull rather than meeting a long step now and then. A request that
-// arrives mid-compaction waits for one step at most; the next waits
-// for another quiet second.
+// arrives mid-compaction waits for one step at most; the next step waits
+// for another quiet second. A round that has waited resolveInterval
+// leaves the rest to later rounds' merge slices, which wait the same way,
+// and no new compaction is planned until they are done (roundWait).
 const (
 	compactSegments = 8
 	compactGrowth   = 8

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -371,6 +372,103 @@ func TestCompactDue(t *testing.T) {
 	} {
 		if got := compactDue(c.segments, c.largest, c.total, 8); got != c.want {
 			t.Errorf("compactDue(%d segments, largest %d of %d pages) = %v, want %v", c.segments, c.largest, c.total, got, c.want)
+		}
+	}
+}
+
+// roundWait's rules, on a writer's state alone: a compaction waits for
+// quiet, its waits count from the first so that mail just over a second
+// apart cannot hold a round for good, a round out of patience leaves a
+// compaction it began to the merge slices of later rounds, and those
+// wait for quiet too, while merges with no compaction under way do not.
+func TestRoundWait(t *testing.T) {
+	db := &DB{compactQuiet: time.Second, compactPatience: 15 * time.Second, lastRequest: time.Now()}
+	db.round = &round{compact: true}
+	if db.roundWait() == nil {
+		t.Fatal("a compaction right after a request did not wait")
+	}
+	first := db.round.waiting
+	db.lastRequest = time.Now().Add(-2 * time.Second) // a quiet second
+	if db.roundWait() != nil {
+		t.Fatal("a compaction after a quiet second waited")
+	}
+	if db.round.waiting != first {
+		t.Fatalf("the quiet second restarted the patience: %v, was %v", db.round.waiting, first)
+	}
+	// Mail again, a slice done, and the patience since the first wait spent.
+	db.lastRequest = time.Now()
+	db.round.compacting = true
+	db.round.waiting = time.Now().Add(-db.compactPatience)
+	if db.roundWait() != nil || db.round.compact || !db.compactUnfinished {
+		t.Fatalf("out of patience: waits, compact %v, unfinished %v", db.round.compact, db.compactUnfinished)
+	}
+	db.round = &round{merge: true}
+	if db.roundWait() == nil {
+		t.Fatal("the merge slices of an unfinished compaction did not wait for quiet")
+	}
+	db.compactUnfinished = false
+	db.round = &round{merge: true}
+	if db.roundWait() != nil {
+		t.Fatal("merge slices with no compaction under way waited")
+	}
+}
+
+// A compaction that a round left under way is finished by later rounds'
+// merge slices, after a quiet second like its own, and no new compaction
+// starts on the half-merged index meanwhile.
+func TestUnfinishedCompactionIsFinishedByMergeSlices(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	// No automerge while indexing, so that the ten segments are still
+	// ten when the compaction begins.
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(n int) { // in a pass, and so a segment, of its own
+		var body strings.Builder
+		for k := range 1500 {
+			fmt.Fprintf(&body, "m%dw%d ", n, k)
+		}
+		if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <u%d@x>\r\nSubject: u%d\r\n\r\n%s\r\n", n, n, body.String()))); err != nil {
+			t.Fatal(err)
+		}
+		searchThreads(t, db, b.Inbox.ID, fmt.Sprintf("m%dw0", n))
+	}
+	for n := range 10 {
+		ingest(n)
+	}
+	// What a round out of patience leaves: a compaction begun, a page of
+	// it done; then more mail, a segment beside it.
+	if did, err := db.compactSearchSlice(ctx, 1, true); err != nil || !did {
+		t.Fatalf("start a compaction: %v %v", did, err)
+	}
+	ingest(10)
+	under := searchSegments(t, db)
+	if under < 3 {
+		t.Fatalf("%d segments after one page of compaction and a message, want it under way", under)
+	}
+	db.compactUnfinished = true // as roundWait leaves it (TestRoundWait)
+	db.compactSegments = 2      // a new compaction would be due
+
+	db.compactQuiet = time.Hour
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := db.PruneNow(waitCtx)
+	if err != nil || p.Merges != 0 || p.Compactions != 0 || searchSegments(t, db) != under {
+		t.Fatalf("never quiet: %+v %v, %d segments, were %d", p, err, searchSegments(t, db), under)
+	}
+	db.compactQuiet = 0
+	if p, err = db.PruneNow(ctx); err != nil || p.Merges == 0 || p.Compactions != 0 {
+		t.Fatalf("quiet: %+v %v, want merge slices and no compaction", p, err)
+	}
+	// The compaction's segment and the one beside it: no second
+	// compaction rewrote the first for the second's sake.
+	if got := searchSegments(t, db); got != 2 || db.compactUnfinished {
+		t.Fatalf("after the merge slices: %d segments, unfinished %v; want the compaction done and the new segment beside it", got, db.compactUnfinished)
+	}
+	for n := range 11 {
+		if got := searchThreads(t, db, b.Inbox.ID, fmt.Sprintf("m%dw1499", n)); got != 1 {
+			t.Errorf("m%dw1499: %d threads, want 1", n, got)
 		}
 	}
 }

@@ -133,10 +133,13 @@ type DB struct {
 	// the full-text index (searchindex.go; tests lower it).
 	compactSegments int
 	// compactQuiet is how long the writer must have had no request before
-	// a compaction slice (searchindex.go; tests change it); lastRequest is
-	// when the writer last answered one.
-	compactQuiet time.Duration
-	lastRequest  time.Time
+	// a compaction slice, compactPatience how long a round waits for that
+	// (retention.go, roundWait; tests change both); lastRequest is when the
+	// writer last answered one, and compactUnfinished says a round left a
+	// compaction under way. Only the writer touches the last two.
+	compactQuiet, compactPatience time.Duration
+	lastRequest                   time.Time
+	compactUnfinished             bool
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
@@ -244,6 +247,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		searchProbe:     2000,
 		compactSegments: compactSegments,
 		compactQuiet:    compactQuiet,
+		compactPatience: resolveInterval,
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
