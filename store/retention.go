@@ -231,11 +231,7 @@ func (db *DB) planRound(ctx context.Context) (*round, error) {
 	if r.plan, err = bounds(ctx, db.r, ret); err != nil {
 		return nil, err
 	}
-	if r.compact, err = db.searchCompactable(ctx); err != nil {
-		// Only the compaction waits for a round that can read the index;
-		// the pruning goes ahead.
-		db.log.Error("retention", "err", err)
-	}
+	r.compact = db.compactionDue(ctx)
 	if db.eventRetention > 0 {
 		r.eventCutoff = now.Add(-db.eventRetention)
 		if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM projects p
@@ -265,17 +261,6 @@ func adapt(n *int, took time.Duration, most int) {
 	}
 }
 
-// stillCompactable asks searchCompactable again before a compaction
-// starts: the round's merge slices may have changed the segments it was
-// planned on. A failed check is logged and counts as no.
-func (db *DB) stillCompactable(ctx context.Context) bool {
-	due, err := db.searchCompactable(ctx)
-	if err != nil {
-		db.log.Error("retention", "err", err)
-	}
-	return due
-}
-
 // roundWait returns nil when the round in progress may take its next
 // slice now, else a channel that fires when it may. A compaction's slices
 // wait until the writer has had no request for compactQuiet, and so do
@@ -286,14 +271,9 @@ func (db *DB) stillCompactable(ctx context.Context) bool {
 // rounds, and the pruning they do, keep coming.
 func (db *DB) roundWait() <-chan time.Time {
 	r := db.round
-	if len(r.plan) > 0 || r.events {
-		return nil
-	}
-	if !(r.merge && db.compactUnfinished || !r.merge && r.compact) {
-		return nil
-	}
+	compaction := r.merge && db.compactUnfinished || !r.merge && r.compact // the next slice is compaction work
 	wait := db.compactQuiet - time.Since(db.lastRequest)
-	if wait <= 0 {
+	if len(r.plan) > 0 || r.events || !compaction || wait <= 0 {
 		return nil
 	}
 	if r.waiting.IsZero() {
@@ -339,9 +319,11 @@ func (db *DB) retentionStep(ctx context.Context) {
 		} else if err == nil {
 			db.compactUnfinished = false // no merge left under way
 		}
-	case r.compact && !r.compacting && !db.stillCompactable(ctx):
-		r.compact = false // the merge slices changed the index meanwhile
 	case r.compact:
+		if !r.compacting && !db.compactionDue(ctx) {
+			r.compact = false // the merge slices changed the index since the plan
+			break
+		}
 		var did bool
 		did, err = db.compactSearchSlice(ctx, r.mergeLimit, !r.compacting)
 		r.compacting = true

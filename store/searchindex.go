@@ -290,31 +290,34 @@ func (db *DB) ftsMerge(ctx context.Context, pages, percent int) (bool, error) {
 // lull rather than meeting a long step now and then. A request that
 // arrives mid-compaction waits for one step at most; the next step waits
 // for another quiet second. A round that has waited resolveInterval
-// leaves the rest to later rounds' merge slices, which wait the same way,
-// and no new compaction is planned until they are done (roundWait).
+// leaves the rest to later rounds' merge slices, which wait the same way
+// (roundWait); a compaction asks compactionDue again before it starts,
+// so one is not begun on what those slices just merged.
 const (
 	compactSegments = 8
 	compactGrowth   = 8
 	compactQuiet    = time.Second
 )
 
-// searchCompactable reports whether the full-text index is due a
-// compaction, read from its segment index (one row per run of leaf pages,
-// keyed by segment, with the first leaf's page number shifted left by one
-// and a flag in the low bit): 16,000 rows and a few milliseconds at 1M
-// messages, once a round. A segment's highest such page is its size,
-// short of its last term's run.
-func (db *DB) searchCompactable(ctx context.Context) (bool, error) {
+// compactionDue reports whether the full-text index is due a compaction,
+// read from its segment index (one row per run of leaf pages, keyed by
+// segment, with the first leaf's page number shifted left by one and a
+// flag in the low bit): 16,000 rows and a few milliseconds at 1M
+// messages. A segment's highest such page is its size, short of its last
+// term's run. A failed read is logged and counts as no: only the
+// compaction waits for a round that can read the index.
+func (db *DB) compactionDue(ctx context.Context) bool {
 	var segments, largest, total int64
 	err := db.r.QueryRowContext(ctx, `SELECT count(*), coalesce(max(pages), 0), coalesce(sum(pages), 0)
 		FROM (SELECT max(pgno >> 1) AS pages FROM messages_fts_idx GROUP BY segid)`).Scan(&segments, &largest, &total)
 	if err != nil {
-		return false, fmt.Errorf("plan search compaction: %w", err)
+		db.log.Error("retention", "err", fmt.Errorf("plan search compaction: %w", err))
+		return false
 	}
-	return compactDue(segments, largest, total, int64(db.compactSegments)), nil
+	return compactDue(segments, largest, total, int64(db.compactSegments))
 }
 
-// compactDue is searchCompactable's rule, on segments segments of total
+// compactDue is compactionDue's rule, on segments segments of total
 // pages, the largest of them largest: at least min segments, and the
 // others' pages at least 1/compactGrowth of the largest's.
 func compactDue(segments, largest, total, min int64) bool {

@@ -110,9 +110,6 @@ func (db *DB) Run(ctx context.Context) error {
 			p.r = &round{began: time.Now()}
 		}
 		p.r.waiters = p.waiters
-		// A compaction left unfinished is finished by the merge slices
-		// (roundWait) before another is considered.
-		p.r.compact = p.r.compact && !db.compactUnfinished
 		db.round = p.r // nothing to do: its first step ends it
 	}
 	resolve := func() {
