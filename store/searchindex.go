@@ -274,7 +274,7 @@ func (db *DB) ftsMerge(ctx context.Context, pages, percent int) (bool, error) {
 // that reaches a term of most messages (a scope token every row carries, a
 // common word) writes that term's whole doclist at once. In the first
 // compaction of that 1M-message inbox (25 s, 6,321 slices) 57 slices took
-// over 100 ms and one 1.15 s; an ingest that arrives meanwhile waits that
+// over 100 ms and one 1.15 s (1.8 s in another run); an ingest that arrives meanwhile waits that
 // long (Pruned.Longest, logged as longest_slice). Automerge in the index
 // passes has the same steps while mail flows; here they come once per
 // eighth of growth, and only after the writer found nothing waiting.
