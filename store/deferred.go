@@ -134,7 +134,14 @@ func (db *DB) resolveDeferredTx(ctx context.Context, tx *sql.Tx, inboxID string)
 		r.in.ReceivedAt = fromMS(r.received)
 		r.in.Parsed = message.Parse(r.in.Raw)
 		expired := now.Sub(r.in.ReceivedAt) >= DeferWindow
-		d, err := db.storeInbound(ctx, tx, db.prepare(&r.in), r.inboxID, r.tag.String, !expired)
+		scope, found, err := db.findEventScope(ctx, tx, r.inboxID)
+		if err != nil {
+			return nil, err
+		}
+		if !found { // deleting an inbox deletes its deferred messages
+			return nil, fmt.Errorf("deferred message %d: inbox %s: %w", r.id, r.inboxID, sql.ErrNoRows)
+		}
+		d, err := db.storeInbound(ctx, tx, db.prepare(&r.in), scope, r.inboxID, r.tag.String, !expired)
 		if err != nil {
 			return nil, err
 		}

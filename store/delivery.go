@@ -356,15 +356,22 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		}
 		var results []DeliveryResult
 		type recipient struct {
-			ib  Inbox
-			tag string
-			err error
+			ib    Inbox
+			tag   string
+			scope eventScope
+			err   error
 		}
 		recipients := map[string]recipient{} // most of a batch goes to few inboxes
 		for _, c := range cs {
 			rc, ok := recipients[c.Email]
 			if !ok {
 				rc.ib, rc.tag, rc.err = db.lookupRecipientTx(ctx, tx, c.Email)
+				if rc.err == nil {
+					var found bool
+					if rc.scope, found, rc.err = db.findEventScope(ctx, tx, rc.ib.ID); rc.err == nil && !found {
+						rc.err = ErrNotFound
+					}
+				}
 				recipients[c.Email] = rc
 			}
 			ib, tag, err := rc.ib, rc.tag, rc.err
@@ -385,7 +392,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
-			d, err := db.ingestOne(ctx, tx, &p, ib.ID, tag)
+			d, err := db.ingestOne(ctx, tx, &p, rc.scope, ib.ID, tag)
 			if err != nil {
 				return fmt.Errorf("local delivery %d: %w", c.ID, err)
 			}

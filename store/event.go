@@ -59,39 +59,65 @@ const (
 	sqlInsertWebhookDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_seq, created_at) VALUES (?, ?, ?)`
 )
 
+// eventScope is what an event of an inbox needs to know about it: its
+// project and environment, and the project's enabled webhook endpoints.
+type eventScope struct {
+	project, environment string
+	endpoints            []scopedEndpoint
+}
+
+type scopedEndpoint struct {
+	id      string
+	types   string         // JSON list; empty: every type
+	inboxes sql.NullString // JSON list; NULL: every inbox
+}
+
+// findEventScope looks up inboxID's eventScope; found is false when the
+// inbox does not exist.
+func (db *DB) findEventScope(ctx context.Context, tx *sql.Tx, inboxID string) (s eventScope, found bool, err error) {
+	rows, err := tx.StmtContext(ctx, db.ws.eventTargets).QueryContext(ctx, inboxID)
+	if err != nil {
+		return s, false, fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ep, types sql.NullString
+		var inboxes sql.NullString
+		if err := rows.Scan(&s.project, &s.environment, &ep, &types, &inboxes); err != nil {
+			return s, false, fmt.Errorf("find webhook endpoints: %w", err)
+		}
+		found = true
+		if ep.Valid {
+			s.endpoints = append(s.endpoints, scopedEndpoint{id: ep.String, types: types.String, inboxes: inboxes})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s, false, fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	return s, found, nil
+}
+
 // appendEvent writes an event to the log and a pending delivery for every
 // enabled webhook endpoint that wants it, in the caller's transaction
 // (SPEC §8–§9: nothing committed is left undelivered). data is completed
 // with inbox_id and environment.
 func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, data map[string]any) error {
-	rows, err := tx.StmtContext(ctx, db.ws.eventTargets).QueryContext(ctx, inboxID)
+	s, found, err := db.findEventScope(ctx, tx, inboxID)
 	if err != nil {
-		return fmt.Errorf("find webhook endpoints: %w", err)
-	}
-	var project, environment string
-	var targets []string
-	found := false
-	for rows.Next() {
-		var ep, types, inboxes sql.NullString
-		if err := rows.Scan(&project, &environment, &ep, &types, &inboxes); err != nil {
-			rows.Close()
-			return fmt.Errorf("find webhook endpoints: %w", err)
-		}
-		found = true
-		if ep.Valid && wants(types.String, inboxes, typ, inboxID) {
-			targets = append(targets, ep.String)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("find webhook endpoints: %w", err)
+		return err
 	}
 	if !found {
 		return fmt.Errorf("inbox %s: %w", inboxID, sql.ErrNoRows)
 	}
+	return db.appendScopedEvent(ctx, tx, s, inboxID, typ, data)
+}
+
+// appendScopedEvent is appendEvent for a caller that looked the inbox's
+// scope up in the same transaction.
+func (db *DB) appendScopedEvent(ctx context.Context, tx *sql.Tx, s eventScope, inboxID, typ string, data map[string]any) error {
 	now := db.now()
 	data["inbox_id"] = inboxID
-	data["environment"] = environment
+	data["environment"] = s.environment
 	id := db.newID("evt_")
 	body, err := json.Marshal(envelope{ID: id, Type: typ, APIVersion: APIVersion,
 		CreatedAt: now.UTC().Format("2006-01-02T15:04:05.000Z"), Data: data})
@@ -101,11 +127,14 @@ func (db *DB) appendEvent(ctx context.Context, tx *sql.Tx, inboxID, typ string, 
 	// A transaction that rolls back leaves its seqs unused: the log may
 	// skip a number, never repeat one.
 	seq := db.lastEventSeq.Add(1)
-	if _, err := tx.StmtContext(ctx, db.ws.insertEvent).ExecContext(ctx, seq, id, project, inboxID, typ, environment, body, ms(now)); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertEvent).ExecContext(ctx, seq, id, s.project, inboxID, typ, s.environment, body, ms(now)); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
-	for _, ep := range targets {
-		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, ep, seq, ms(now)); err != nil {
+	for _, ep := range s.endpoints {
+		if !wants(ep.types, ep.inboxes, typ, inboxID) {
+			continue
+		}
+		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, ep.id, seq, ms(now)); err != nil {
 			return fmt.Errorf("queue webhook delivery: %w", err)
 		}
 	}

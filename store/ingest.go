@@ -243,18 +243,21 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			if inboxID, err = db.ensureInbox(ctx, tx, t.Address); err != nil {
 				return nil, err
 			}
-		} else if exists, err := db.inboxExists(ctx, tx, inboxID); err != nil {
-			return nil, err
-		} else if !exists {
-			gone++
-			continue
 		}
 		// The same inbox named twice (or via two +tags) stores once.
 		if seen[inboxID] {
 			continue
 		}
+		scope, exists, err := db.findEventScope(ctx, tx, inboxID)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			gone++
+			continue
+		}
 		seen[inboxID] = true
-		d, err := db.ingestOne(ctx, tx, p, inboxID, t.Tag)
+		d, err := db.ingestOne(ctx, tx, p, scope, inboxID, t.Tag)
 		if err != nil {
 			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
 		}
@@ -269,7 +272,7 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 // ingestOne stores one arriving message in one inbox, or keeps it for the
 // deferred parent lookup, or recognises it as a duplicate delivery of a
 // message stored or deferred there before.
-func (db *DB) ingestOne(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) (Delivered, error) {
+func (db *DB) ingestOne(ctx context.Context, tx *sql.Tx, p *prepared, scope eventScope, inboxID, tag string) (Delivered, error) {
 	dup, err := db.isDeferredDuplicate(ctx, tx, p, inboxID)
 	if err != nil {
 		return Delivered{}, err
@@ -277,7 +280,7 @@ func (db *DB) ingestOne(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, t
 	if dup {
 		return Delivered{InboxID: inboxID, Duplicate: true, Deferred: true}, nil
 	}
-	d, err := db.storeInbound(ctx, tx, p, inboxID, tag, true)
+	d, err := db.storeInbound(ctx, tx, p, scope, inboxID, tag, true)
 	if err != nil {
 		return Delivered{}, err
 	}
@@ -301,16 +304,6 @@ func (db *DB) noteDuplicates(ds []Delivered) {
 			db.onDuplicate()
 		}
 	}
-}
-
-const sqlInboxExists = `SELECT EXISTS (SELECT 1 FROM inboxes WHERE id = ?)`
-
-func (db *DB) inboxExists(ctx context.Context, tx *sql.Tx, inboxID string) (bool, error) {
-	var ok bool
-	if err := tx.StmtContext(ctx, db.ws.inboxExists).QueryRowContext(ctx, inboxID).Scan(&ok); err != nil {
-		return false, fmt.Errorf("find inbox: %w", err)
-	}
-	return ok, nil
 }
 
 // ensureInbox returns the inbox for address, creating it in the default
@@ -453,10 +446,10 @@ func (f *txFinder) Link(id string) (string, bool, error) {
 	return t, ok, nil
 }
 
-// storeInbound threads and stores one inbound message in one inbox. When
-// mayDefer is set and the deferred parent lookup applies, it writes nothing
-// and returns Deferred.
-func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string, mayDefer bool) (Delivered, error) {
+// storeInbound threads and stores one inbound message in one inbox, whose
+// eventScope the caller looked up in tx. When mayDefer is set and the
+// deferred parent lookup applies, it writes nothing and returns Deferred.
+func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, scope eventScope, inboxID, tag string, mayDefer bool) (Delivered, error) {
 	f, err := newTxFinder(ctx, tx, db, inboxID, p.own, p.candidates)
 	if err != nil {
 		return Delivered{}, err
@@ -488,7 +481,7 @@ func (db *DB) storeInbound(ctx context.Context, tx *sql.Tx, p *prepared, inboxID
 	if err != nil {
 		return Delivered{}, err
 	}
-	if err := db.appendEvent(ctx, tx, inboxID, EventMessageReceived,
+	if err := db.appendScopedEvent(ctx, tx, scope, inboxID, EventMessageReceived,
 		messageEventData(d.MessageID, d.ThreadID, "inbound", d.Sequence, p.in.Simulated, res.Echo)); err != nil {
 		return Delivered{}, err
 	}
@@ -524,18 +517,23 @@ type messageRow struct {
 // the chunk rows of large blobs: those are rare, and their bytes cost far
 // more than parsing their SQL.
 const (
-	sqlInsertThread = `INSERT INTO threads (id, inbox_id, subject, last_message_at, last_message_direction, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`
+	// None of them has a RETURNING clause: in SQLite it costs more than
+	// a second statement (an UPDATE … RETURNING 34 µs against 15 µs
+	// without, an INSERT … RETURNING 13 µs against 6 µs with
+	// LastInsertId, on the writer's connection).
+	sqlInsertThread = `INSERT INTO threads (id, inbox_id, subject, preview, message_count, last_sequence,
+			last_message_at, last_message_direction, created_at, has_attachments)
+			VALUES (?1, ?2, ?3, ?4, 1, 1, ?5, ?6, ?5, ?7)`
 	sqlNextSequence = `UPDATE threads SET last_sequence = last_sequence + 1, message_count = message_count + 1,
 			last_message_at = max(last_message_at, ?), preview = ?, last_message_direction = ?,
 			has_attachments = has_attachments OR ?
-		WHERE id = ? RETURNING last_sequence`
+		WHERE id = ?`
+	sqlLastSequence  = `SELECT last_sequence FROM threads WHERE id = ?`
 	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
 			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
 			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING pk`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertContents = `INSERT INTO contents (message, trace, body, data) VALUES (?, ?, ?, ?)`
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
@@ -551,24 +549,28 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	m := p.in.Parsed
 	now := r.createdAt
 	threadID := r.threadID
+	seq := int64(1) // a new thread's first message
 	if threadID == "" {
 		threadID = r.newThreadID
 		if threadID == "" {
 			threadID = db.newID("thd_")
 		}
-		if _, err := tx.StmtContext(ctx, db.ws.insertThread).ExecContext(ctx, threadID, r.inboxID, m.Subject, ms(now), r.direction, ms(now)); err != nil {
+		if _, err := tx.StmtContext(ctx, db.ws.insertThread).ExecContext(ctx,
+			threadID, r.inboxID, m.Subject, m.Preview, ms(now), r.direction, len(m.Attachments) > 0); err != nil {
 			return Delivered{}, fmt.Errorf("insert thread: %w", err)
 		}
-	}
-	var seq int64
-	if err := tx.StmtContext(ctx, db.ws.nextSequence).QueryRowContext(ctx, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID).Scan(&seq); err != nil {
-		return Delivered{}, fmt.Errorf("next sequence: %w", err)
+	} else {
+		if _, err := tx.StmtContext(ctx, db.ws.nextSequence).ExecContext(ctx, ms(now), m.Preview, r.direction, len(m.Attachments) > 0, threadID); err != nil {
+			return Delivered{}, fmt.Errorf("next sequence: %w", err)
+		}
+		if err := tx.StmtContext(ctx, db.ws.lastSequence).QueryRowContext(ctx, threadID).Scan(&seq); err != nil {
+			return Delivered{}, fmt.Errorf("next sequence: %w", err)
+		}
 	}
 	id := r.id
 	if id == "" {
 		id = db.newID("msg_")
 	}
-	var rowid int64
 	var hash any = p.hash
 	if r.direction == "outbound" {
 		hash = nil // duplicates are an inbound notion
@@ -580,11 +582,16 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		rcpts, _ := json.Marshal(nonNil(e.RcptTo))
 		env = [6]any{e.MailFrom, string(rcpts), e.RemoteIP, e.Helo, e.TLS, nullIfEmpty(e.AuthUser)}
 	}
-	if err := tx.StmtContext(ctx, db.ws.insertMessage).QueryRowContext(ctx,
+	res, err := tx.StmtContext(ctx, db.ws.insertMessage).ExecContext(ctx,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID),
-		env[0], env[1], env[2], env[3], env[4], env[5]).Scan(&rowid); err != nil {
+		env[0], env[1], env[2], env[3], env[4], env[5])
+	if err != nil {
+		return Delivered{}, fmt.Errorf("insert message: %w", err)
+	}
+	rowid, err := res.LastInsertId()
+	if err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	raw := p.in.Raw

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +15,23 @@ import (
 )
 
 // holdWriter keeps the writer (Run) busy with a request of its own until
-// the returned release is called, so that sends queue up behind it and
-// commit as one batch.
+// the returned release is called, so that sends queue up behind it; the
+// writer takes them into the held request's batch (commitBatch takes
+// what queued while a batch's statements ran) and commits them together.
 func holdWriter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	release0 := holdWriterBatch(t, db)
+	return func() {
+		if err := release0(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// holdWriterBatch is holdWriter whose release returns the held request's
+// outcome: the commit of the batch it and the sends queued behind it
+// made.
+func holdWriterBatch(t *testing.T, db *DB) (release func() error) {
 	t.Helper()
 	held, free := make(chan struct{}), make(chan struct{})
 	req := &writeReq{done: make(chan error, 1), store: func(context.Context, *sql.Tx) error {
@@ -27,11 +43,9 @@ func holdWriter(t *testing.T, db *DB) (release func()) {
 		t.Fatal(err)
 	}
 	<-held
-	return func() {
+	return func() error {
 		close(free)
-		if err := <-req.done; err != nil {
-			t.Fatal(err)
-		}
+		return <-req.done
 	}
 }
 
@@ -142,21 +156,17 @@ func TestSendGroupCommitFailureFailsTheBatch(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
 	const n = 5
-	release := holdWriter(t, db)
-	batches := 0
-	db.failNext = func() error {
-		if batches++; batches == 1 {
-			return nil // the held batch, which ends first
-		}
-		return errors.New("disk I/O error")
-	}
+	release := holdWriterBatch(t, db)
+	db.failNext = func() error { return errors.New("disk I/O error") }
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() { _, errs[i] = db.Send(ctx, localSend(b.Inbox.ID, i)) })
 	}
 	waitQueued(t, db, n)
-	release()
+	if err := release(); err == nil {
+		t.Error("the held request was answered without the commit's error")
+	}
 	wg.Wait()
 	for i, err := range errs {
 		if err == nil {
@@ -323,5 +333,39 @@ func TestIdempotencyReplaysResult(t *testing.T) {
 	got, err := db.Send(ctx, old)
 	if want := (SendResult{MessageID: "msg_1", ThreadID: "thd_1", InboxID: "ibx_1", Replayed: true}); err != nil || got != want {
 		t.Fatalf("old row: %+v %v, want %+v", got, err, want)
+	}
+}
+
+// Requests that queue while a batch's statements run join that batch: one
+// commit for all of them, not one for the batch and another for them.
+func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), OnBatch: func(n int, _ time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, n)
+	}})
+	ctx := context.Background()
+	const n = 5
+	release := holdWriter(t, db)
+	mu.Lock()
+	sizes = nil // the writer's start-up batches
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := db.Send(ctx, localSend(b.Inbox.ID, i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitQueued(t, db, n)
+	release()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{n + 1}) {
+		t.Errorf("batches of %v, want one of %d (the held request and the %d sends)", sizes, n+1, n)
 	}
 }

@@ -19,12 +19,12 @@ type writeStmts struct {
 	releaseSavepoint    *sql.Stmt // ends the savepoint, kept or undone
 
 	// ingest.go: storing a message and threading it.
-	inboxExists      *sql.Stmt // whether a resolved inbox is still there
 	findIDs          *sql.Stmt // the stored messages and missing-parent links a message's ids name
 	insertLinks      *sql.Stmt // records unresolved candidates as missing-parent links
 	dropLink         *sql.Stmt // the message's own id stops being a missing parent
 	insertThread     *sql.Stmt // opens a thread
 	nextSequence     *sql.Stmt // takes the thread's next sequence and updates its summary
+	lastSequence     *sql.Stmt // the sequence nextSequence took
 	insertMessage    *sql.Stmt // the message row, with its envelope
 	insertContents   *sql.Stmt // its trace, packed body and raw bytes
 	insertAttachment *sql.Stmt // one attachment
@@ -82,12 +82,12 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.rollbackToSavepoint, sqlRollbackToSavepoint},
 		{&ws.releaseSavepoint, sqlReleaseSavepoint},
 
-		{&ws.inboxExists, sqlInboxExists},
 		{&ws.findIDs, sqlFindIDs},
 		{&ws.insertLinks, sqlInsertLinks},
 		{&ws.dropLink, sqlDropLink},
 		{&ws.insertThread, sqlInsertThread},
 		{&ws.nextSequence, sqlNextSequence},
+		{&ws.lastSequence, sqlLastSequence},
 		{&ws.insertMessage, sqlInsertMessage},
 		{&ws.insertContents, sqlInsertContents},
 		{&ws.insertAttachment, sqlInsertAttachment},

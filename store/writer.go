@@ -214,9 +214,13 @@ type planned struct {
 // large messages does not hold the write lock (and memory) too long.
 const maxBatchBytes = 32 << 20
 
-func (db *DB) takeBatch(first *writeReq) []*writeReq {
-	batch := []*writeReq{first}
-	size := first.size
+// takeBatch adds to batch what waits in the queue, up to maxBatch requests
+// and maxBatchBytes.
+func (db *DB) takeBatch(batch []*writeReq) []*writeReq {
+	var size int64
+	for _, req := range batch {
+		size += req.size
+	}
 	for len(batch) < db.maxBatch && size < maxBatchBytes {
 		select {
 		case req := <-db.writeQ:
@@ -231,27 +235,33 @@ func (db *DB) takeBatch(first *writeReq) []*writeReq {
 
 // commitBatch is one group commit: first and what is queued once the
 // writer connection is ours (requests that queued while another
-// transaction held it join). It stores each request under its own
-// savepoint, so one failing request does not fail the others, then
-// commits once and answers them. The full-text rows are left to the search
-// indexer (indexLater, searchindex.go).
+// transaction held it join), and then what queued while their statements
+// ran, until nothing waits: a request that arrives mid-batch would
+// otherwise wait for this commit and then for its own. It stores each
+// request under its own savepoint, so one failing request does not fail
+// the others, then commits once and answers them. The full-text rows are
+// left to the search indexer (indexLater, searchindex.go).
 func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 	var batch []*writeReq
 	var errs []error
 	start := time.Now()
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		batch = db.takeBatch(first)
-		errs = make([]error, len(batch))
-		for i, req := range batch {
+		batch = db.takeBatch([]*writeReq{first})
+		for i := 0; i < len(batch); i++ {
+			req := batch[i]
 			if req.ctx != nil && req.ctx.Err() != nil {
-				errs[i] = req.ctx.Err()
-				continue
+				errs = append(errs, req.ctx.Err())
+			} else {
+				fnErr, err := db.underSavepoint(ctx, tx, func() error { return req.store(ctx, tx) })
+				if err != nil {
+					errs = append(errs, make([]error, len(batch)-len(errs))...)
+					return err
+				}
+				errs = append(errs, fnErr)
 			}
-			fnErr, err := db.underSavepoint(ctx, tx, func() error { return req.store(ctx, tx) })
-			if err != nil {
-				return err
+			if i == len(batch)-1 {
+				batch = db.takeBatch(batch)
 			}
-			errs[i] = fnErr
 		}
 		if db.failNext != nil {
 			return db.failNext()
