@@ -45,7 +45,7 @@ func (db *DB) hasUnconfirmedOutbound(ctx context.Context, tx *sql.Tx, inboxID st
 // message without one has a generated id of its own and is never a
 // duplicate.
 func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, p *prepared, inboxID string) (bool, error) {
-	if p.generated || db.storeDuplicates {
+	if p.generated || db.storeDuplicates || !db.deferredMayExist.Load() {
 		return false, nil
 	}
 	var n int
@@ -56,7 +56,7 @@ func (db *DB) isDeferredDuplicate(ctx context.Context, tx *sql.Tx, p *prepared, 
 	return n > 0, nil
 }
 
-func deferMessage(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) error {
+func (db *DB) deferMessage(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag string) error {
 	env, err := json.Marshal(p.in.Envelope)
 	if err != nil {
 		return fmt.Errorf("encode envelope: %w", err)
@@ -69,6 +69,7 @@ func deferMessage(ctx context.Context, tx *sql.Tx, p *prepared, inboxID, tag str
 			return fmt.Errorf("defer message: %w", err)
 		}
 	}
+	db.deferredMayExist.Store(true) // before the row: a rollback leaves it merely set
 	_, err = tx.ExecContext(ctx, `INSERT INTO deferred_messages (inbox_id, address_tag, raw_sha256, raw, trace, envelope, simulated, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		inboxID, nullIfEmpty(tag), p.hash, raw, append([]byte{}, p.in.Trace...), string(env), p.in.Simulated, ms(p.in.ReceivedAt))
@@ -126,6 +127,11 @@ func (db *DB) resolveDeferredTx(ctx context.Context, tx *sql.Tx, inboxID string)
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	if inboxID == "" && len(pending) == 0 {
+		// Nothing deferred, and nothing can be deferred before this
+		// transaction ends: the writer is ours.
+		db.deferredMayExist.Store(false)
 	}
 
 	var out []Delivered

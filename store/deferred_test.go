@@ -79,7 +79,15 @@ func TestDeferredLookup(t *testing.T) {
 	if n, _, _ := db.DeferredCount(ctx); n != 1 {
 		t.Fatalf("deferred count %d", n)
 	}
-	// A retry of the deferred message is a duplicate, not a second copy.
+	// A retry of the deferred message is a duplicate, not a second copy,
+	// also after a pass over another inbox, which has nothing deferred.
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ResolveDeferred(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
 	d, err = db.Ingest(ctx, receivedAt(inbox, deferredReply, clock.Now()))
 	if err != nil || !d[0].Duplicate || !d[0].Deferred {
 		t.Fatalf("retry of deferred: %+v %v", d, err)
@@ -115,6 +123,21 @@ func TestDeferredLookup(t *testing.T) {
 	if n, _, _ := db.DeferredCount(ctx); n != 0 {
 		t.Fatalf("deferred count %d after confirm", n)
 	}
+
+	// Once a pass finds nothing deferred, ingests stop looking for a
+	// deferred copy of themselves; a new deferral has them look again.
+	if _, err := db.ResolveDeferred(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	sendUnconfirmed(t, db, inbox, "local-3@localhost")
+	again := "Message-ID: <reply-3@supplier.example>\r\nIn-Reply-To: <ses-rewritten-3@email.amazonses.com>\r\n" +
+		"Subject: Re: quote\r\n\r\nHere is the other quote.\r\n"
+	if d, err = db.Ingest(ctx, receivedAt(inbox, again, clock.Now())); err != nil || !d[0].Deferred {
+		t.Fatalf("second reply was not deferred: %+v %v", d, err)
+	}
+	if d, err = db.Ingest(ctx, receivedAt(inbox, again, clock.Now())); err != nil || !d[0].Duplicate || !d[0].Deferred {
+		t.Fatalf("retry of the second deferred reply: %+v %v", d, err)
+	}
 }
 
 func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
@@ -137,6 +160,10 @@ func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
 	stop()
 	clock.Advance(DeferWindow - time.Millisecond)
 	db, _ = openAt(t, path, clock)
+	// A retry after the restart is still a duplicate of the deferred copy.
+	if d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, clock.Now())); err != nil || !d[0].Duplicate || !d[0].Deferred {
+		t.Fatalf("retry after restart: %+v %v", d, err)
+	}
 	if stored, err := db.ResolveDeferred(ctx, ""); err != nil || len(stored) != 0 {
 		t.Fatalf("stored before ten minutes: %+v %v", stored, err)
 	}

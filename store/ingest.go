@@ -285,7 +285,7 @@ func (db *DB) ingestOne(ctx context.Context, tx *sql.Tx, p *prepared, scope even
 		return Delivered{}, err
 	}
 	if d.Deferred {
-		if err := deferMessage(ctx, tx, p, inboxID, tag); err != nil {
+		if err := db.deferMessage(ctx, tx, p, inboxID, tag); err != nil {
 			return Delivered{}, err
 		}
 	}

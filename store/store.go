@@ -148,6 +148,11 @@ type DB struct {
 	// is keyed by (project_id, seq): no query finds the highest seq of
 	// all projects cheaply, so the writer counts (migration 0018).
 	lastEventSeq atomic.Int64
+	// deferredMayExist is false only when deferred_messages is known to
+	// be empty: set at Open and before every deferral, cleared by a
+	// ResolveDeferred of all inboxes that finds none. While it is false
+	// an ingest need not look for a deferred copy of itself.
+	deferredMayExist atomic.Bool
 
 	bodies bodyPacker
 
@@ -269,6 +274,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("event log: %w", err)
 	}
 	db.lastEventSeq.Store(lastSeq)
+	var deferred bool
+	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_messages)`).Scan(&deferred); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("deferred messages: %w", err)
+	}
+	db.deferredMayExist.Store(deferred)
 	// Messages stored but not indexed before a stop are indexed by Run,
 	// or by the first search.
 	var behind bool
