@@ -136,16 +136,21 @@ func (db *DB) resolveDeferredTx(ctx context.Context, tx *sql.Tx, inboxID string)
 
 	var out []Delivered
 	now := db.now()
+	scopes := map[string]eventScope{} // most deferred mail waits in few inboxes
 	for _, r := range pending {
 		r.in.ReceivedAt = fromMS(r.received)
 		r.in.Parsed = message.Parse(r.in.Raw)
 		expired := now.Sub(r.in.ReceivedAt) >= DeferWindow
-		scope, found, err := db.findEventScope(ctx, tx, r.inboxID)
-		if err != nil {
-			return nil, err
-		}
-		if !found { // deleting an inbox deletes its deferred messages
-			return nil, fmt.Errorf("deferred message %d: inbox %s: %w", r.id, r.inboxID, sql.ErrNoRows)
+		scope, ok := scopes[r.inboxID]
+		if !ok {
+			var found bool
+			if scope, found, err = db.findEventScope(ctx, tx, r.inboxID); err != nil {
+				return nil, err
+			}
+			if !found { // deleting an inbox deletes its deferred messages
+				return nil, fmt.Errorf("deferred message %d: inbox %s: %w", r.id, r.inboxID, sql.ErrNoRows)
+			}
+			scopes[r.inboxID] = scope
 		}
 		d, err := db.storeInbound(ctx, tx, db.prepare(&r.in), scope, r.inboxID, r.tag.String, !expired)
 		if err != nil {

@@ -337,35 +337,45 @@ func TestIdempotencyReplaysResult(t *testing.T) {
 }
 
 // Requests that queue while a batch's statements run join that batch: one
-// commit for all of them, not one for the batch and another for them.
+// commit for all of them, not one for the batch and another for them;
+// unless the batch has already run for batchExtend.
 func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), OnBatch: func(n int, _ time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		sizes = append(sizes, n)
-	}})
-	ctx := context.Background()
 	const n = 5
-	release := holdWriter(t, db)
-	mu.Lock()
-	sizes = nil // the writer's start-up batches
-	mu.Unlock()
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			if _, err := db.Send(ctx, localSend(b.Inbox.ID, i)); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	waitQueued(t, db, n)
-	release()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(sizes, []int{n + 1}) {
-		t.Errorf("batches of %v, want one of %d (the held request and the %d sends)", sizes, n+1, n)
+	for _, c := range []struct {
+		extend time.Duration
+		want   []int
+	}{
+		{time.Hour, []int{n + 1}}, // the held request and the sends
+		{0, []int{1, n}},
+	} {
+		var mu sync.Mutex
+		var sizes []int
+		db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), OnBatch: func(n int, _ time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			sizes = append(sizes, n)
+		}})
+		db.batchExtend = c.extend
+		ctx := context.Background()
+		release := holdWriter(t, db)
+		mu.Lock()
+		sizes = nil // the writer's start-up batches
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if _, err := db.Send(ctx, localSend(b.Inbox.ID, i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		waitQueued(t, db, n)
+		release()
+		wg.Wait()
+		mu.Lock()
+		if !slices.Equal(sizes, c.want) {
+			t.Errorf("batchExtend %v: batches of %v, want %v", c.extend, sizes, c.want)
+		}
+		mu.Unlock()
 	}
 }

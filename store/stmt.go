@@ -23,8 +23,8 @@ type writeStmts struct {
 	insertLinks      *sql.Stmt // records unresolved candidates as missing-parent links
 	dropLink         *sql.Stmt // the message's own id stops being a missing parent
 	insertThread     *sql.Stmt // opens a thread
-	nextSequence     *sql.Stmt // takes the thread's next sequence and updates its summary
-	lastSequence     *sql.Stmt // the sequence nextSequence took
+	nextSequence     *sql.Stmt // counts a reply into its thread's sequence and summary
+	lastSequence     *sql.Stmt // the sequence nextSequence gave it
 	insertMessage    *sql.Stmt // the message row, with its envelope
 	insertContents   *sql.Stmt // its trace, packed body and raw bytes
 	insertAttachment *sql.Stmt // one attachment

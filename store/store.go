@@ -140,6 +140,9 @@ type DB struct {
 	compactQuiet, compactPatience time.Duration
 	lastRequest                   time.Time
 	compactUnfinished             bool
+	// batchExtend is how long a batch goes on taking what queued while it
+	// ran (maxBatchExtend; writer.go, commitBatch; tests raise it).
+	batchExtend time.Duration
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
@@ -253,6 +256,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		compactSegments: compactSegments,
 		compactQuiet:    compactQuiet,
 		compactPatience: resolveInterval,
+		batchExtend:     maxBatchExtend,
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()

@@ -214,6 +214,11 @@ type planned struct {
 // large messages does not hold the write lock (and memory) too long.
 const maxBatchBytes = 32 << 20
 
+// maxBatchExtend bounds how long a batch goes on taking requests that
+// queued while it ran, so that its first request's answer is not put off
+// by a steady stream behind it.
+const maxBatchExtend = 5 * time.Millisecond
+
 // takeBatch adds to batch what waits in the queue, up to maxBatch requests
 // and maxBatchBytes.
 func (db *DB) takeBatch(batch []*writeReq) []*writeReq {
@@ -236,7 +241,8 @@ func (db *DB) takeBatch(batch []*writeReq) []*writeReq {
 // commitBatch is one group commit: first and what is queued once the
 // writer connection is ours (requests that queued while another
 // transaction held it join), and then what queued while their statements
-// ran, until nothing waits: a request that arrives mid-batch would
+// ran, until nothing waits, the batch is full (maxBatch, maxBatchBytes) or
+// it has run for batchExtend: a request that arrives mid-batch would
 // otherwise wait for this commit and then for its own. It stores each
 // request under its own savepoint, so one failing request does not fail
 // the others, then commits once and answers them. The full-text rows are
@@ -259,7 +265,7 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 				}
 				errs = append(errs, fnErr)
 			}
-			if i == len(batch)-1 {
+			if i == len(batch)-1 && time.Since(start) < db.batchExtend {
 				batch = db.takeBatch(batch)
 			}
 		}
