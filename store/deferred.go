@@ -203,6 +203,7 @@ func (db *DB) ConfirmMessageID(ctx context.Context, messageID, finalID string) (
 			return err
 		}
 		if finalID != "" && finalID != own {
+			db.aliasesMayExist.Store(true) // before the row: a rollback leaves it merely set
 			if _, err := tx.ExecContext(ctx, `INSERT INTO message_aliases (inbox_id, rfc_message_id, message)
 				SELECT ?, ?, pk FROM messages WHERE id = ?`, inboxID, finalID, messageID); err != nil {
 				return fmt.Errorf("record alias: %w", err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,6 +31,20 @@ func openAt(t *testing.T, path string, clock *fakeClock) (db *DB, stop func()) {
 	return db, stop
 }
 
+// bootAt opens a bootstrapped store in a new data dir at path, with a
+// fake clock.
+func bootAt(t *testing.T) (db *DB, stop func(), clock *fakeClock, path string, b Bootstrapped) {
+	t.Helper()
+	clock = corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	path = filepath.Join(t.TempDir(), "inboxd.db")
+	db, stop = openAt(t, path, clock)
+	b, _, err := db.Bootstrap(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, stop, clock, path, b
+}
+
 // sendUnconfirmed queues a send to a relay that has not answered yet: its
 // Message-ID is not final.
 func sendUnconfirmed(t *testing.T, db *DB, inboxID, rfcID string) SendResult {
@@ -54,14 +69,8 @@ const deferredReply = "Message-ID: <reply@supplier.example>\r\nIn-Reply-To: <ses
 	"Subject: Re: quote\r\n\r\nHere is the quote.\r\n"
 
 func TestDeferredLookup(t *testing.T) {
-	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	path := filepath.Join(t.TempDir(), "inboxd.db")
-	db, _ := openAt(t, path, clock)
+	db, _, clock, _, b := bootAt(t)
 	ctx := context.Background()
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	inbox := b.Inbox.ID
 
 	// No unconfirmed send: an unresolved reply is stored at once.
@@ -141,14 +150,8 @@ func TestDeferredLookup(t *testing.T) {
 }
 
 func TestDeferredLookupExpiresAtTenMinutesAndSurvivesRestart(t *testing.T) {
-	clock := corpus.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	path := filepath.Join(t.TempDir(), "inboxd.db")
-	db, stop := openAt(t, path, clock)
+	db, stop, clock, path, b := bootAt(t)
 	ctx := context.Background()
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sendUnconfirmed(t, db, b.Inbox.ID, "local-2@localhost")
 	received := clock.Now()
 	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, received))
@@ -228,5 +231,30 @@ func TestReleaseClaims(t *testing.T) {
 	again, err := db.ClaimDeliveries(ctx, 10, time.Hour)
 	if err != nil || len(again) != 1 || again[0].Attempts != 2 {
 		t.Fatalf("reclaim: %+v %v", again, err)
+	}
+}
+
+// A reply to the Message-ID a relay gave a send threads with the send, in
+// the process that recorded the alias and after a restart.
+func TestAliasThreadsRepliesAfterRestart(t *testing.T) {
+	db, stop, clock, path, b := bootAt(t)
+	ctx := context.Background()
+	out := sendUnconfirmed(t, db, b.Inbox.ID, "local-4@localhost")
+	if _, err := db.ConfirmMessageID(ctx, out.MessageID, "ses-rewritten-4@email.amazonses.com"); err != nil {
+		t.Fatal(err)
+	}
+	reply := func(n int) string {
+		return fmt.Sprintf("Message-ID: <reply-%d@supplier.example>\r\nIn-Reply-To: <ses-rewritten-4@email.amazonses.com>\r\n"+
+			"Subject: Re: quote\r\n\r\nreply %d\r\n", n, n)
+	}
+	for n := range 2 {
+		if n == 1 {
+			stop()
+			db, _ = openAt(t, path, clock)
+		}
+		d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, reply(n), clock.Now()))
+		if err != nil || d[0].ThreadID != out.ThreadID || d[0].Match != "in_reply_to" {
+			t.Fatalf("reply %d: %+v %v, want thread %s by in_reply_to", n, d, err, out.ThreadID)
+		}
 	}
 }

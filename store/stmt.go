@@ -20,6 +20,7 @@ type writeStmts struct {
 
 	// ingest.go: storing a message and threading it.
 	findIDs          *sql.Stmt // the stored messages and missing-parent links a message's ids name
+	findIDsNoAliases *sql.Stmt // findIDs while no message has an alias
 	insertLinks      *sql.Stmt // records unresolved candidates as missing-parent links
 	dropLink         *sql.Stmt // the message's own id stops being a missing parent
 	insertThread     *sql.Stmt // opens a thread
@@ -83,6 +84,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.releaseSavepoint, sqlReleaseSavepoint},
 
 		{&ws.findIDs, sqlFindIDs},
+		{&ws.findIDsNoAliases, sqlFindIDsNoAliases},
 		{&ws.insertLinks, sqlInsertLinks},
 		{&ws.dropLink, sqlDropLink},
 		{&ws.insertThread, sqlInsertThread},

@@ -156,6 +156,10 @@ type DB struct {
 	// ResolveDeferred of all inboxes that finds none. While it is false
 	// an ingest need not look for a deferred copy of itself.
 	deferredMayExist atomic.Bool
+	// aliasesMayExist is false while message_aliases is empty (set at
+	// Open and before the first alias is recorded): the finder then
+	// leaves its alias lookup out (ingest.go, newTxFinder).
+	aliasesMayExist atomic.Bool
 
 	bodies bodyPacker
 
@@ -278,12 +282,13 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("event log: %w", err)
 	}
 	db.lastEventSeq.Store(lastSeq)
-	var deferred bool
-	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_messages)`).Scan(&deferred); err != nil {
+	var deferred, aliases bool
+	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_messages), EXISTS (SELECT 1 FROM message_aliases)`).Scan(&deferred, &aliases); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("deferred messages: %w", err)
+		return nil, fmt.Errorf("deferred messages and aliases: %w", err)
 	}
 	db.deferredMayExist.Store(deferred)
+	db.aliasesMayExist.Store(aliases)
 	// Messages stored but not indexed before a stop are indexed by Run,
 	// or by the first search.
 	var behind bool
