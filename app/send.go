@@ -332,7 +332,7 @@ func (a *App) plan(ctx context.Context, ib store.Inbox, out *store.Outgoing, rcp
 
 // route decides where one recipient's copy goes.
 func (a *App) route(ctx context.Context, ib store.Inbox, email string) (string, error) {
-	_, _, err := a.db.LookupRecipient(ctx, email)
+	_, err := a.db.LookupRecipient(ctx, email)
 	switch {
 	case err == nil:
 		return "local", nil

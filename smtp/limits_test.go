@@ -250,7 +250,7 @@ type gatedRcpt struct {
 	once     sync.Once
 }
 
-func (g *gatedRcpt) LookupRecipient(ctx context.Context, a string) (store.Inbox, string, error) {
+func (g *gatedRcpt) LookupRecipient(ctx context.Context, a string) (store.Target, error) {
 	g.once.Do(func() { close(g.in); <-g.gate })
 	return g.DB.LookupRecipient(ctx, a)
 }

@@ -36,7 +36,7 @@ const (
 
 // Store is what the server needs from the database.
 type Store interface {
-	LookupRecipient(ctx context.Context, address string) (store.Inbox, string, error)
+	LookupRecipient(ctx context.Context, address string) (store.Target, error)
 	HasInboxAtDomain(ctx context.Context, domain string) (bool, error)
 	Authenticate(ctx context.Context, h store.TokenHash) (store.Key, int64, error)
 	Ingest(ctx context.Context, in *store.Incoming) ([]store.Delivered, error)
@@ -356,9 +356,9 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 // for user+tag@domain, else (policy permitting) an inbox to create. The
 // address is matched case-insensitively; the tag is kept as sent.
 func (s *Server) resolve(ctx context.Context, sent string) (store.Target, error) {
-	ib, tag, err := s.store.LookupRecipient(ctx, sent)
+	t, err := s.store.LookupRecipient(ctx, sent)
 	if err == nil {
-		return store.Target{InboxID: ib.ID, Address: ib.Address, Tag: tag}, nil
+		return t, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return store.Target{}, err

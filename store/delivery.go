@@ -356,25 +356,24 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		}
 		var results []DeliveryResult
 		type recipient struct {
-			ib    Inbox
-			tag   string
-			scope eventScope
-			err   error
+			target Target
+			scope  eventScope
+			err    error
 		}
 		recipients := map[string]recipient{} // most of a batch goes to few inboxes
 		for _, c := range cs {
 			rc, ok := recipients[c.Email]
 			if !ok {
-				rc.ib, rc.tag, rc.err = db.lookupRecipientTx(ctx, tx, c.Email)
+				rc.target, rc.err = db.lookupRecipientTx(ctx, tx, c.Email)
 				if rc.err == nil {
 					var found bool
-					if rc.scope, found, rc.err = db.findEventScope(ctx, tx, rc.ib.ID); rc.err == nil && !found {
+					if rc.scope, found, rc.err = db.findEventScope(ctx, tx, rc.target.InboxID); rc.err == nil && !found {
 						rc.err = ErrNotFound
 					}
 				}
 				recipients[c.Email] = rc
 			}
-			ib, tag, err := rc.ib, rc.tag, rc.err
+			err := rc.err
 			if errors.Is(err, ErrNotFound) {
 				// The inbox was deleted after the send was queued.
 				results = append(results, DeliveryResult{ID: c.ID, Status: StatusBounced, Code: 550, Message: "5.1.1 No such mailbox here"})
@@ -392,7 +391,7 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 				Trace:    fmt.Appendf(nil, "Received: from %s (inboxd local delivery)\r\n\tby inboxd;\r\n\t%s\r\n", c.From, now.Format(time.RFC1123Z)),
 				Envelope: Envelope{MailFrom: c.From, RcptTo: []string{c.Email}, RemoteIP: "127.0.0.1", Helo: "inboxd"},
 			}
-			d, err := db.ingestOne(ctx, tx, &p, rc.scope, ib.ID, tag)
+			d, err := db.ingestOne(ctx, tx, &p, rc.scope, rc.target.InboxID, rc.target.Tag)
 			if err != nil {
 				return fmt.Errorf("local delivery %d: %w", c.ID, err)
 			}

@@ -204,37 +204,49 @@ func (db *DB) UpdateInbox(ctx context.Context, projectID, inboxID string, p Inbo
 	return ib, nil
 }
 
+// sqlRecipient is what a recipient lookup needs of an inbox: SMTP asks it
+// for every RCPT, and the whole inbox (with its deferred count) cost
+// twice as much.
+const sqlRecipient = `SELECT id, address FROM inboxes WHERE address = ?`
+
 // LookupRecipient finds the inbox an address reaches: the exact address,
-// else user@domain for user+tag@domain (SPEC §2). ErrNotFound otherwise.
-func (db *DB) LookupRecipient(ctx context.Context, address string) (Inbox, string, error) {
-	return resolveRecipient(address, func(a string) (Inbox, error) { return db.InboxByAddress(ctx, a) })
+// else user@domain for user+tag@domain (SPEC §2), as a Target with the tag
+// as sent. ErrNotFound otherwise.
+func (db *DB) LookupRecipient(ctx context.Context, address string) (Target, error) {
+	return resolveRecipient(address, func(a string) *sql.Row { return db.readRow(ctx, sqlRecipient, a) })
 }
 
 // lookupRecipientTx is LookupRecipient in the writer's transaction tx.
-func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Inbox, string, error) {
-	return resolveRecipient(address, func(a string) (Inbox, error) {
-		ib, err := scanInbox(tx.StmtContext(ctx, db.ws.inboxByAddress).QueryRowContext(ctx, a))
-		if errors.Is(err, sql.ErrNoRows) {
-			return Inbox{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
-		}
-		return ib, err
+func (db *DB) lookupRecipientTx(ctx context.Context, tx *sql.Tx, address string) (Target, error) {
+	return resolveRecipient(address, func(a string) *sql.Row {
+		return tx.StmtContext(ctx, db.ws.recipient).QueryRowContext(ctx, a)
 	})
 }
 
 // resolveRecipient finds the inbox of an address: the exact address, else
 // the one its +tag reaches (message.SplitTag), with the tag as sent.
-func resolveRecipient(address string, find func(string) (Inbox, error)) (Inbox, string, error) {
+func resolveRecipient(address string, find func(string) *sql.Row) (Target, error) {
+	lookup := func(a, tag string) (Target, error) {
+		t := Target{Tag: tag}
+		err := find(a).Scan(&t.InboxID, &t.Address)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Target{}, fmt.Errorf("inbox %s: %w", a, ErrNotFound)
+		}
+		if err != nil {
+			return Target{}, fmt.Errorf("inbox by address: %w", err)
+		}
+		return t, nil
+	}
 	exact := strings.ToLower(strings.TrimSpace(address))
-	ib, err := find(exact)
+	t, err := lookup(exact, "")
 	if !errors.Is(err, ErrNotFound) {
-		return ib, "", err
+		return t, err
 	}
 	base, tag := message.SplitTag(address)
 	if base == exact { // no +tag to look through
-		return Inbox{}, "", err
+		return Target{}, err
 	}
-	ib, err = find(base)
-	return ib, tag, err
+	return lookup(base, tag)
 }
 
 // HasInboxAtDomain reports whether some inbox's address is at domain

@@ -63,7 +63,7 @@ type writeStmts struct {
 	countLocalAttempt *sql.Stmt // counts local deliveries' attempt
 
 	// inbox.go: a local delivery's recipient.
-	inboxByAddress *sql.Stmt // an inbox by address
+	recipient *sql.Stmt // the inbox an address names
 
 	// send.go: storing a send.
 	findIdempotencyKey   *sql.Stmt // what an idempotency key stored
@@ -121,7 +121,7 @@ func (db *DB) prepareWrites(ctx context.Context) error {
 		{&ws.dueLocal, sqlDueLocal},
 		{&ws.countLocalAttempt, sqlCountLocalAttempt},
 
-		{&ws.inboxByAddress, sqlInboxByAddress},
+		{&ws.recipient, sqlRecipient},
 
 		{&ws.findIdempotencyKey, sqlFindIdempotencyKey},
 		{&ws.insertIdempotencyKey, sqlInsertIdempotencyKey},
