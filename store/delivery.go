@@ -313,6 +313,20 @@ func (db *DB) prepareDueLocal(ctx context.Context, limit int) (dueLocal, error) 
 
 // deliverLocalDue is DeliverLocalDue's transaction. It delivers the
 // prepared deliveries that are still due; any that became due meanwhile
+// localRecipient is the inbox a local delivery's address reaches, with
+// the scope of the event its copy raises, both read in tx.
+func (db *DB) localRecipient(ctx context.Context, tx *sql.Tx, email string) (Target, eventScope, error) {
+	t, err := db.lookupRecipientTx(ctx, tx, email)
+	if err != nil {
+		return Target{}, eventScope{}, err
+	}
+	s, found, err := db.findEventScope(ctx, tx, t.InboxID)
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	return t, s, err
+}
+
 // wait for the next round (their commit wakes the worker).
 func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 	prepared, err := json.Marshal(due.ids)
@@ -364,23 +378,16 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 		for _, c := range cs {
 			rc, ok := recipients[c.Email]
 			if !ok {
-				rc.target, rc.err = db.lookupRecipientTx(ctx, tx, c.Email)
-				if rc.err == nil {
-					var found bool
-					if rc.scope, found, rc.err = db.findEventScope(ctx, tx, rc.target.InboxID); rc.err == nil && !found {
-						rc.err = ErrNotFound
-					}
-				}
+				rc.target, rc.scope, rc.err = db.localRecipient(ctx, tx, c.Email)
 				recipients[c.Email] = rc
 			}
-			err := rc.err
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(rc.err, ErrNotFound) {
 				// The inbox was deleted after the send was queued.
 				results = append(results, DeliveryResult{ID: c.ID, Status: StatusBounced, Code: 550, Message: "5.1.1 No such mailbox here"})
 				continue
 			}
-			if err != nil {
-				return err
+			if rc.err != nil {
+				return rc.err
 			}
 			msg := due.messages[c.MessageID]
 			// The copy shares the parse; what differs is this delivery's

@@ -81,8 +81,7 @@ func (db *DB) findEventScope(ctx context.Context, tx *sql.Tx, inboxID string) (s
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var ep, types sql.NullString
-		var inboxes sql.NullString
+		var ep, types, inboxes sql.NullString
 		if err := rows.Scan(&s.project, &s.environment, &ep, &types, &inboxes); err != nil {
 			return s, false, fmt.Errorf("find webhook endpoints: %w", err)
 		}

@@ -260,7 +260,6 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 			} else {
 				fnErr, err := db.underSavepoint(ctx, tx, func() error { return req.store(ctx, tx) })
 				if err != nil {
-					errs = append(errs, make([]error, len(batch)-len(errs))...)
 					return err
 				}
 				errs = append(errs, fnErr)
@@ -275,8 +274,10 @@ func (db *DB) commitBatch(ctx context.Context, first *writeReq) {
 		return nil
 	})
 	if batch == nil { // the transaction did not begin
-		batch, errs = []*writeReq{first}, []error{nil}
-	} else if err == nil && db.onBatch != nil {
+		batch = []*writeReq{first}
+	}
+	errs = append(errs, make([]error, len(batch)-len(errs))...) // the requests a failed batch did not reach
+	if err == nil && db.onBatch != nil {
 		db.onBatch(len(batch), time.Since(start))
 	}
 	for i, req := range batch {
