@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,13 +31,34 @@ const acmeDomain = "mail.inboxd.test"
 // ports it validates challenges on).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		if freePorts.given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		freePorts.given[port] = true
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
+
+// freePorts are the ports freePort handed out: it picks them below
+// Linux's ephemeral range (32768-60999), where the kernel puts ":0"
+// listeners and the local end of every outgoing connection. A port taken
+// from that range and closed was once bound again by some connection of
+// a test running beside this one before pebble or the server bound it.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
 
 // pebbleCA is a real ACME server on loopback: Debian's pebble, with
 // pebble-challtestsrv as its DNS answering every name with 127.0.0.1.
