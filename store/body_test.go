@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -12,6 +13,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/inboxd/inboxd/message"
 )
@@ -52,6 +55,55 @@ func TestPackedBodyRoundTrip(t *testing.T) {
 				t.Errorf("large body packed to %d bytes of %d", len(packed), len(m.Text)+len(m.HTML)+len(m.ExtractedText))
 			}
 		})
+	}
+}
+
+// packDeflated packs m as rows were packed before S2: format packDeflate,
+// the same header, a deflate stream.
+func packDeflated(t *testing.T, m *message.Parsed) []byte {
+	t.Helper()
+	bp := newBodyPacker()
+	s2 := bp.pack(m)
+	h, err := parsePacked(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	out.Write(s2[:len(s2)-len(h.stream)])
+	out.Bytes()[0] = packDeflate
+	w, err := flate.NewWriter(&out, flate.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, m.Text)
+	io.WriteString(w, m.HTML)
+	if h.flags&packExtractedPrefix == 0 {
+		io.WriteString(w, m.ExtractedText)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// Rows packed with deflate, before S2, read as they were written.
+func TestPackedBodyReadsDeflateRows(t *testing.T) {
+	long := strings.Repeat("Quarterly numbers attached, see 東京 notes.\n", 2000)
+	bp := newBodyPacker()
+	for name, m := range bodyCases(map[string]message.Parsed{
+		"large": {Text: long, HasText: true, HTML: "<pre>" + long + "</pre>", HasHTML: true, ExtractedText: long[:len(long)-1]},
+	}) {
+		packed := packDeflated(t, &m)
+		for round := range 2 { // the second with a reused reader
+			got, err := bp.unpack(packed)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if (got.Text != nil) != m.HasText || (got.HTML != nil) != m.HasHTML ||
+				got.Text != nil && *got.Text != m.Text || got.HTML != nil && *got.HTML != m.HTML || got.ExtractedText != m.ExtractedText {
+				t.Fatalf("%s, round %d: got %+v, want %+v", name, round, got, m)
+			}
+		}
 	}
 }
 
@@ -120,44 +172,63 @@ func randomText(n int, seed byte) string {
 
 // OpenBody reads every part as GetBody unpacks it, small bodies (read
 // with the row) and large ones (read in pieces), each part as often and
-// in whatever order the caller opens them.
+// in whatever order the caller opens them; rows packed with S2 and rows
+// packed with deflate before it alike.
 func TestOpenBodyReadsPartsAsGetBody(t *testing.T) {
 	db, b := openTest(t)
-	ctx := context.Background()
 	large := randomText(3<<20, 1)
 	for name, m := range bodyCases(map[string]message.Parsed{
 		"large":              {Text: large, HasText: true, HTML: "<pre>" + large[1000:] + "</pre>", HasHTML: true, ExtractedText: large[:len(large)-5]},
 		"large not a prefix": {Text: large[:2<<20], HasText: true, HTML: "<p>x</p>", HasHTML: true, ExtractedText: "new " + large[2<<20:]},
 	}) {
-		t.Run(name, func(t *testing.T) {
-			id := ingestParsed(t, db, b.Inbox.ID, name, &m)
-			want, err := db.GetBody(ctx, id)
-			if err != nil {
-				t.Fatal(err)
+		for _, deflated := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deflated=%v", name, deflated), func(t *testing.T) {
+				openBodyParts(t, db, b.Inbox.ID, name, m, deflated)
+			})
+		}
+	}
+}
+
+// openBodyParts stores a message with body m, packed with deflate as
+// before S2 when deflated is set, and reads it with GetBody and OpenBody.
+func openBodyParts(t *testing.T, db *DB, inboxID, name string, m message.Parsed, deflated bool) {
+	t.Helper()
+	ctx := context.Background()
+	id := ingestParsed(t, db, inboxID, fmt.Sprintf("%s-%v", name, deflated), &m)
+	if deflated {
+		if _, err := db.w.Exec(`UPDATE contents SET body = ? WHERE message = (SELECT pk FROM messages WHERE id = ?)`, packDeflated(t, &m), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := db.GetBody(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (want.Text != nil) != m.HasText || want.Text != nil && *want.Text != m.Text || (want.HTML != nil) != m.HasHTML ||
+		want.HTML != nil && *want.HTML != m.HTML || want.ExtractedText != m.ExtractedText {
+		t.Fatalf("GetBody differs from the stored body")
+	}
+	parts, err := db.OpenBody(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (parts.Text != nil) != m.HasText || (parts.HTML != nil) != m.HasHTML {
+		t.Fatalf("presence: text %v html %v, want %v %v", parts.Text != nil, parts.HTML != nil, m.HasText, m.HasHTML)
+	}
+	for range 2 {
+		check := func(what string, p *BodyPart, want string) {
+			t.Helper()
+			if got, err := readPart(t, p); err != nil || got != want {
+				t.Fatalf("%s: %d bytes %v, want %d bytes", what, len(got), err, len(want))
 			}
-			parts, err := db.OpenBody(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (parts.Text != nil) != m.HasText || (parts.HTML != nil) != m.HasHTML {
-				t.Fatalf("presence: text %v html %v, want %v %v", parts.Text != nil, parts.HTML != nil, m.HasText, m.HasHTML)
-			}
-			for range 2 {
-				check := func(what string, p *BodyPart, want string) {
-					t.Helper()
-					if got, err := readPart(t, p); err != nil || got != want {
-						t.Fatalf("%s: %d bytes %v, want %d bytes", what, len(got), err, len(want))
-					}
-				}
-				if parts.HTML != nil {
-					check("html", parts.HTML, *want.HTML)
-				}
-				check("extracted_text", &parts.ExtractedText, want.ExtractedText)
-				if parts.Text != nil {
-					check("text", parts.Text, *want.Text)
-				}
-			}
-		})
+		}
+		if parts.HTML != nil {
+			check("html", parts.HTML, *want.HTML)
+		}
+		check("extracted_text", &parts.ExtractedText, want.ExtractedText)
+		if parts.Text != nil {
+			check("text", parts.Text, *want.Text)
+		}
 	}
 }
 
