@@ -40,7 +40,7 @@ const (
 			WHERE id = ? RETURNING message_id, email`
 	sqlDeliveryMessage = `SELECT inbox_id, thread_id, sequence, simulated, echo FROM messages WHERE id = ?`
 	// sqlDueLocalRaw finds due local deliveries and their messages.
-	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data FROM deliveries d
+	sqlDueLocalRaw = `SELECT d.id, d.message_id, r.data, r.raw_format, m.raw_size FROM deliveries d
 		JOIN messages m ON m.id = d.message_id JOIN contents r ON r.message = m.pk
 		WHERE d.next_attempt_at <= ? AND d.route = 'local' ORDER BY d.next_attempt_at, d.id LIMIT ?`
 	// sqlDueLocal takes the deliveries DeliverLocalDue prepared (a JSON
@@ -299,20 +299,24 @@ func (db *DB) prepareDueLocal(ctx context.Context, limit int) (dueLocal, error) 
 	for rows.Next() {
 		var id int64
 		var msg string
-		var raw []byte
-		if err := rows.Scan(&id, &msg, &raw); err != nil {
+		var data []byte
+		var format int
+		var size int64
+		if err := rows.Scan(&id, &msg, &data, &format, &size); err != nil {
 			return dueLocal{}, fmt.Errorf("due local deliveries: %w", err)
 		}
 		due.ids = append(due.ids, id)
 		if _, ok := due.messages[msg]; !ok {
+			raw, err := unpackRaw(data, format, size)
+			if err != nil {
+				return dueLocal{}, fmt.Errorf("due local delivery of %s: %w", msg, err)
+			}
 			due.messages[msg] = db.prepareOutgoing(raw)
 		}
 	}
 	return due, rows.Err()
 }
 
-// deliverLocalDue is DeliverLocalDue's transaction. It delivers the
-// prepared deliveries that are still due; any that became due meanwhile
 // localRecipient is the inbox a local delivery's address reaches, with
 // the scope of the event its copy raises, both read in tx.
 func (db *DB) localRecipient(ctx context.Context, tx *sql.Tx, email string) (Target, eventScope, error) {
@@ -327,6 +331,8 @@ func (db *DB) localRecipient(ctx context.Context, tx *sql.Tx, email string) (Tar
 	return t, s, err
 }
 
+// deliverLocalDue is DeliverLocalDue's transaction. It delivers the
+// prepared deliveries that are still due; any that became due meanwhile
 // wait for the next round (their commit wakes the worker).
 func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 	prepared, err := json.Marshal(due.ids)

@@ -110,6 +110,8 @@ type prepared struct {
 	cols       messageColumns
 	fts        [3]string
 	body       []byte // contents.body, packed (body.go)
+	raw        []byte // contents.data (raw.go); nil when in.Large holds the bytes
+	rawFormat  int
 }
 
 type messageColumns struct {
@@ -166,6 +168,9 @@ func (db *DB) prepare(in *Incoming) *prepared { return db.prepareHashed(in, sha(
 
 func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
 	p := &prepared{in: in, hash: hash, body: db.bodies.pack(in.Parsed)}
+	if in.Large == nil {
+		p.raw, p.rawFormat = packRaw(in.Raw)
+	}
 	m := in.Parsed
 	p.own = thread.OwnID(m.MessageID)
 	if p.own == "" {
@@ -537,7 +542,7 @@ const (
 			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
 			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertContents = `INSERT INTO contents (message, trace, body, data) VALUES (?, ?, ?, ?)`
+	sqlInsertContents = `INSERT INTO contents (message, trace, body, data, raw_format) VALUES (?, ?, ?, ?, ?)`
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
 	sqlInsertAttachmentChunk = `INSERT INTO attachment_chunks (attachment_id, seq, data) VALUES (?, ?, ?)`
@@ -597,11 +602,11 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
-	raw := p.in.Raw
+	raw := p.raw
 	if p.in.Large != nil {
 		raw = []byte{} // the bytes follow in raw_chunks
 	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertContents).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), p.body, raw); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertContents).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), p.body, raw, p.rawFormat); err != nil {
 		return Delivered{}, fmt.Errorf("insert contents: %w", err)
 	}
 	if p.in.Large != nil {

@@ -302,18 +302,35 @@ func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error
 }
 
 // writeRaw writes the trace header (small), then the bytes as received.
+// Plain bytes (a large message's chunks above all) are streamed; the
+// compressed bytes of a message received in memory (at most 1 MiB) are
+// read and decoded whole.
 func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
-	var trace []byte
-	var pk int64
-	err := db.r.QueryRowContext(ctx, `SELECT m.pk, c.trace FROM messages m JOIN contents c ON c.message = m.pk
-		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &trace)
+	var trace, data []byte
+	var pk, size int64
+	var format int
+	err := db.r.QueryRowContext(ctx, `SELECT m.pk, m.raw_size, c.trace, c.raw_format, CASE WHEN c.raw_format = 0 THEN NULL ELSE c.data END
+		FROM messages m JOIN contents c ON c.message = m.pk
+		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &size, &trace, &format, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
-	if err == nil && len(trace) > 0 {
-		_, err = w.Write(trace)
-	}
 	if err != nil {
+		return err
+	}
+	var raw []byte
+	if format != rawPlain {
+		if raw, err = unpackRaw(data, format, size); err != nil {
+			return err
+		}
+	}
+	if len(trace) > 0 {
+		if _, err := w.Write(trace); err != nil {
+			return err
+		}
+	}
+	if format != rawPlain {
+		_, err = w.Write(raw)
 		return err
 	}
 	return db.streamBlob(ctx, w, "contents", "message", pk, "raw_chunks", "message_id", messageID)

@@ -1,4 +1,4 @@
--- user_version = 18
+-- user_version = 19
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -123,7 +123,7 @@ CREATE TABLE contents (
 	trace   BLOB,
 	body    BLOB,
 	data    BLOB NOT NULL
-) STRICT;
+, raw_format INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- table deferred_messages
 CREATE TABLE deferred_messages (
