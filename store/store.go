@@ -167,6 +167,11 @@ type DB struct {
 	// only the holder of the writer connection touches it (see indexLater).
 	search []searchRow
 	sq     searchQueue // rows committed, not yet indexed (searchindex.go)
+	// inboxesChanged is set by a write to the inboxes table in the open
+	// write transaction (same rule as search); its commit then moves
+	// recipients to a new generation.
+	inboxesChanged bool
+	recipients     recipientCache // LookupRecipient's answers (inbox.go)
 
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use

@@ -316,11 +316,17 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		db.sq.queue(db.search)
 	}
 	clear(db.search) // the texts are not kept until the next transaction
+	// Read before the commit lets the next transaction begin.
+	inboxes := db.inboxesChanged
+	db.inboxesChanged = false
 	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if inboxes {
+		db.recipients.gen.Add(1)
 	}
 	db.changeMu.Lock()
 	close(db.changed)
