@@ -38,11 +38,17 @@ func freePort(t *testing.T) int {
 		if freePorts.given[port] {
 			continue
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
 		}
 		l.Close()
+		u, err := net.ListenPacket("udp", addr) // the DNS port is UDP too
+		if err != nil {
+			continue
+		}
+		u.Close()
 		freePorts.given[port] = true
 		return port
 	}

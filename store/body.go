@@ -21,8 +21,7 @@ import (
 // (html repeats the text with markup, extracted_text is most of the text),
 // and one compressed stream over all three stores them in a quarter of
 // that. That is what keeps a stored message under 3× its raw size (issue
-// 7). The raw bytes stay as they are: they are served byte for byte and
-// streamed in chunks.
+// 7). The raw bytes are stored apart, in contents.data (raw.go).
 //
 // Layout (all lengths in bytes of the UTF-8 text):
 //

@@ -1,38 +1,55 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/klauspost/compress/s2"
 )
 
-// The raw bytes of a message received in memory (Incoming.Raw, at most
-// the 1 MiB past which SMTP spools to disk) are stored in contents.data
-// compressed with S2's block format when that saves at least an eighth,
-// and contents.raw_format (migration 0019) says which. Raw bytes are most
-// of what a message writes: compressed, a 64 KB message of the load
-// generator stores 43 KB in all instead of 93 KB, a 4 KB one 7.5 KB
-// instead of 8.9 KB, for about 40 µs of S2 per 64 KB in the SMTP session
-// (issue 18). A message received into the spool keeps its bytes plain in
-// raw_chunks, and so does mail that S2 cannot shrink (base64 attachments,
-// mostly); rows written before 0019 are plain.
+// The raw bytes of a message of at most maxPackedRaw are stored in
+// contents.data compressed with S2's block format when that saves at
+// least an eighth, and contents.raw_format (migration 0019) says which.
+// Raw bytes are most of what a message writes: compressed, a 64 KB
+// message of the load generator stores 43 KB in all instead of 93 KB, a
+// 4 KB one 7.5 KB instead of 8.9 KB, for about 40 µs of S2 per 64 KB in
+// the SMTP session (issue 18). Larger messages (SMTP's spooled ones in
+// raw_chunks, large API sends in contents.data) stay plain, to be
+// streamed in pieces rather than decoded whole, and so does mail that S2
+// cannot shrink (base64 attachments, mostly); rows written before 0019
+// are plain.
+//
+// Format rawS2 is the S2 block followed by the CRC-32C (Castagnoli) of
+// the raw bytes, big-endian: the block format has no checksum of its own,
+// and one damaged byte of a copy would garble the rest of the message
+// without an error.
 const (
 	rawPlain = 0
 	rawS2    = 1
+
+	// maxPackedRaw bounds the raw bytes stored compressed: a read decodes
+	// them whole.
+	maxPackedRaw = 1 << 20
 )
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // packRaw returns what contents.data stores of raw, and its raw_format.
 // It runs in the caller's goroutine (prepare), not in the single writer.
 func packRaw(raw []byte) ([]byte, int) {
-	if len(raw) < 512 {
-		return raw, rawPlain // fits a page either way
+	if raw == nil {
+		raw = []byte{} // nil would be bound as NULL
 	}
-	z := s2.Encode(nil, raw)
-	if len(z) > len(raw)-len(raw)/8 {
+	if len(raw) < 512 || len(raw) > maxPackedRaw {
+		return raw, rawPlain // short: it fits a page either way
+	}
+	z := s2.Encode(make([]byte, 0, s2.MaxEncodedLen(len(raw))+4), raw)
+	if len(z)+4 > len(raw)-len(raw)/8 {
 		return raw, rawPlain
 	}
-	return z, rawS2
+	return binary.BigEndian.AppendUint32(z, crc32.Checksum(raw, crc32c)), rawS2
 }
 
 var errBadRaw = errors.New("malformed stored raw message")
@@ -44,13 +61,20 @@ func unpackRaw(data []byte, format int, size int64) ([]byte, error) {
 	case rawPlain:
 		return data, nil
 	case rawS2:
+		if len(data) < 4 {
+			return nil, fmt.Errorf("%w: %d bytes", errBadRaw, len(data))
+		}
+		block, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 		// The stated length is checked before Decode allocates it.
-		if n, err := s2.DecodedLen(data); err != nil || int64(n) != size {
+		if n, err := s2.DecodedLen(block); err != nil || int64(n) != size {
 			return nil, fmt.Errorf("%w: decoded length %d of %d (%v)", errBadRaw, n, size, err)
 		}
-		raw, err := s2.Decode(nil, data)
+		raw, err := s2.Decode(nil, block)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errBadRaw, err)
+		}
+		if crc32.Checksum(raw, crc32c) != sum {
+			return nil, fmt.Errorf("%w: checksum", errBadRaw)
 		}
 		return raw, nil
 	}

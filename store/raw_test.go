@@ -61,31 +61,60 @@ func TestRawStoredCompressedServedAsReceived(t *testing.T) {
 }
 
 // A damaged compressed row is an error before any byte is written, never
-// other bytes.
+// other bytes: cut short, zeroed, any single bit flipped (the checksum),
+// or of an unknown format.
 func TestRawDamagedIsAnError(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
-	for i, damage := range []string{
-		`data = substr(data, 1, length(data) - 10)`,
-		`data = CAST(substr(data, 1, 20) || zeroblob(length(data) - 20) AS BLOB)`,
-		`raw_format = 7`,
-	} {
-		raw := benchRaw(fmt.Sprintf("Subject: damaged\r\nMessage-ID: <damaged.%d@example.com>\r\n", i), 4000)
-		d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := d[0].MessageID
-		if format, _, _ := storedRaw(t, db, id); format != rawS2 {
-			t.Fatalf("stored in format %d, want %d", format, rawS2)
-		}
-		if _, err := db.w.Exec(`UPDATE contents SET `+damage+` WHERE message = (SELECT pk FROM messages WHERE id = ?)`, id); err != nil {
+	raw := benchRaw("Subject: damaged\r\nMessage-ID: <damaged@example.com>\r\n", 4000)
+	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := d[0].MessageID
+	if format, _, _ := storedRaw(t, db, id); format != rawS2 {
+		t.Fatalf("stored in format %d, want %d", format, rawS2)
+	}
+	var stored []byte
+	if err := db.r.QueryRow(`SELECT data FROM contents WHERE message = (SELECT pk FROM messages WHERE id = ?)`, id).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	damages := map[string]func([]byte) ([]byte, int){
+		"cut short": func(b []byte) ([]byte, int) { return b[:len(b)-10], rawS2 },
+		"zeroed":    func(b []byte) ([]byte, int) { clear(b[20:]); return b, rawS2 },
+		"empty":     func([]byte) ([]byte, int) { return []byte{}, rawS2 },
+		"format 7":  func(b []byte) ([]byte, int) { return b, 7 },
+	}
+	for i := range stored {
+		damages[fmt.Sprintf("bit flipped at %d", i)] = func(b []byte) ([]byte, int) { b[i] ^= 1 << (i % 8); return b, rawS2 }
+	}
+	for name, damage := range damages {
+		data, format := damage(append([]byte{}, stored...))
+		if _, err := db.w.Exec(`UPDATE contents SET data = ?, raw_format = ? WHERE message = (SELECT pk FROM messages WHERE id = ?)`, data, format, id); err != nil {
 			t.Fatal(err)
 		}
 		var out strings.Builder
 		if err := db.WriteRaw(ctx, &out, id); !errors.Is(err, errBadRaw) || out.Len() != 0 {
-			t.Errorf("%s: wrote %d bytes, err %v", damage, out.Len(), err)
+			t.Errorf("%s: wrote %d bytes, err %v", name, out.Len(), err)
 		}
+	}
+}
+
+// A message held in memory past maxPackedRaw (a large API send) is
+// stored plain, to be streamed in pieces.
+func TestRawLargeStoredPlain(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	raw := benchRaw("Subject: large\r\nMessage-ID: <large@example.com>\r\n", maxPackedRaw)
+	d, err := db.Ingest(ctx, incoming(b.Inbox.ID, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if format, dataLen, size := storedRaw(t, db, d[0].MessageID); format != rawPlain || dataLen != size || size != len(raw) {
+		t.Errorf("stored in format %d, %d bytes for %d received; want plain", format, dataLen, size)
+	}
+	if got, err := db.Raw(ctx, d[0].MessageID); err != nil || string(got) != "Received: test\r\n"+raw {
+		t.Errorf("raw read back %d bytes %v, want %d", len(got), err, len(raw)+16)
 	}
 }
 
