@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/inboxd/inboxd/message"
 )
 
 // storedRaw is how contents holds a message's raw bytes.
@@ -145,4 +148,30 @@ func TestLocalDeliveryOfCompressedRaw(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(got), "Received: ") || !strings.HasSuffix(string(got), "\r\n"+raw) {
 		t.Fatalf("delivered copy: %d bytes %v, want the %d sent after a Received line", len(got), err, len(raw))
 	}
+}
+
+// Stored bytes of any shape unpack to the bytes packed or to an error,
+// never a panic or other bytes; whatever is packed unpacks to itself.
+func FuzzUnpackStored(f *testing.F) {
+	bp := newBodyPacker()
+	for _, s := range []string{"", "hello", benchRaw("Subject: fuzz\r\n", 600)} {
+		z, _ := packRaw([]byte(s))
+		f.Add([]byte(s), z)
+		f.Add([]byte(s), bp.pack(&message.Parsed{Text: s, HasText: true, HTML: "<p>" + s, HasHTML: true, ExtractedText: s}))
+	}
+	f.Fuzz(func(t *testing.T, raw, stored []byte) {
+		z, format := packRaw(raw)
+		if got, err := unpackRaw(z, format, int64(len(raw))); err != nil || !bytes.Equal(got, raw) {
+			t.Fatalf("round trip of %d bytes in format %d: %d bytes, %v", len(raw), format, len(got), err)
+		}
+		for _, size := range []int64{0, int64(len(raw)), 1 << 20} {
+			if got, err := unpackRaw(stored, rawS2, size); err == nil && int64(len(got)) != size {
+				t.Fatalf("unpacked %d bytes of a stated %d", len(got), size)
+			}
+		}
+		if b, err := bp.unpack(stored); err == nil && b.Text != nil && !strings.HasPrefix(*b.Text, b.ExtractedText) &&
+			stored[1]&packExtractedPrefix != 0 {
+			t.Fatalf("extracted text not the prefix its flag says")
+		}
+	})
 }
