@@ -299,19 +299,21 @@ func (db *DB) prepareDueLocal(ctx context.Context, limit int) (dueLocal, error) 
 	for rows.Next() {
 		var id int64
 		var msg string
-		var data []byte
-		var format int
+		var stored packedRaw
 		var size int64
-		if err := rows.Scan(&id, &msg, &data, &format, &size); err != nil {
+		if err := rows.Scan(&id, &msg, &stored.data, &stored.format, &size); err != nil {
 			return dueLocal{}, fmt.Errorf("due local deliveries: %w", err)
 		}
 		due.ids = append(due.ids, id)
 		if _, ok := due.messages[msg]; !ok {
-			raw, err := unpackRaw(data, format, size)
+			raw, err := stored.unpack(size)
 			if err != nil {
 				return dueLocal{}, fmt.Errorf("due local delivery of %s: %w", msg, err)
 			}
-			due.messages[msg] = db.prepareOutgoing(raw)
+			if stored.data == nil {
+				stored.data = []byte{} // an empty blob reads back as nil
+			}
+			due.messages[msg] = db.prepareStored(raw, stored)
 		}
 	}
 	return due, rows.Err()

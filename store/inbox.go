@@ -127,8 +127,8 @@ func (db *DB) InboxesAfter(ctx context.Context, projectID string, after *TimeKey
 	return scanAll(rows, err, "list inboxes", scanInbox)
 }
 
-// sqlInboxByAddress finds an inbox by address: on the read pool, and in
-// the writer for local deliveries (prepared: writeStmts).
+// sqlInboxByAddress finds an inbox by address, on the read pool (a
+// recipient lookup reads less: sqlRecipient).
 const sqlInboxByAddress = `SELECT ` + inboxColumns + ` FROM inboxes WHERE address = ?`
 
 // InboxByAddress finds an inbox by its address, case-insensitively.

@@ -49,6 +49,10 @@ type Incoming struct {
 	Targets    []Target
 	ReceivedAt time.Time
 	Simulated  bool
+
+	// stored is Raw as contents.data holds it, when Raw was read from
+	// there (a local delivery): it is not packed again.
+	stored *packedRaw
 }
 
 // release closes the spooled parts of the message (see Large).
@@ -109,9 +113,8 @@ type prepared struct {
 	candidates []thread.Candidate
 	cols       messageColumns
 	fts        [3]string
-	body       []byte // contents.body, packed (body.go)
-	raw        []byte // contents.data (raw.go); nil when in.Large holds the bytes
-	rawFormat  int
+	body       []byte    // contents.body, packed (body.go)
+	raw        packedRaw // contents.data and raw_format (raw.go)
 }
 
 type messageColumns struct {
@@ -168,8 +171,13 @@ func (db *DB) prepare(in *Incoming) *prepared { return db.prepareHashed(in, sha(
 
 func (db *DB) prepareHashed(in *Incoming, hash []byte) *prepared {
 	p := &prepared{in: in, hash: hash, body: db.bodies.pack(in.Parsed)}
-	if in.Large == nil {
-		p.raw, p.rawFormat = packRaw(in.Raw)
+	switch {
+	case in.Large != nil:
+		p.raw = packedRaw{data: []byte{}} // the bytes follow in raw_chunks
+	case in.stored != nil:
+		p.raw = *in.stored
+	default:
+		p.raw = packRaw(in.Raw)
 	}
 	m := in.Parsed
 	p.own = thread.OwnID(m.MessageID)
@@ -602,11 +610,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 	if err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
-	raw := p.raw
-	if p.in.Large != nil {
-		raw = []byte{} // the bytes follow in raw_chunks
-	}
-	if _, err := tx.StmtContext(ctx, db.ws.insertContents).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), p.body, raw, p.rawFormat); err != nil {
+	if _, err := tx.StmtContext(ctx, db.ws.insertContents).ExecContext(ctx, rowid, append([]byte{}, p.in.Trace...), p.body, p.raw.data, p.raw.format); err != nil {
 		return Delivered{}, fmt.Errorf("insert contents: %w", err)
 	}
 	if p.in.Large != nil {

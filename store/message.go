@@ -306,12 +306,12 @@ func (db *DB) WriteRaw(ctx context.Context, w io.Writer, messageID string) error
 // compressed bytes of a message received in memory (at most 1 MiB) are
 // read and decoded whole.
 func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, deleted bool) error {
-	var trace, data []byte
+	var trace []byte
 	var pk, size int64
-	var format int
+	var stored packedRaw
 	err := db.r.QueryRowContext(ctx, `SELECT m.pk, m.raw_size, c.trace, c.raw_format, CASE WHEN c.raw_format = 0 THEN NULL ELSE c.data END
 		FROM messages m JOIN contents c ON c.message = m.pk
-		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &size, &trace, &format, &data)
+		WHERE m.id = ? AND (m.deleted_at IS NULL OR ?)`, messageID, deleted).Scan(&pk, &size, &trace, &stored.format, &stored.data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -319,8 +319,8 @@ func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, delet
 		return err
 	}
 	var raw []byte
-	if format != rawPlain {
-		if raw, err = unpackRaw(data, format, size); err != nil {
+	if stored.format != rawPlain {
+		if raw, err = stored.unpack(size); err != nil {
 			return err
 		}
 	}
@@ -329,7 +329,7 @@ func (db *DB) writeRaw(ctx context.Context, w io.Writer, messageID string, delet
 			return err
 		}
 	}
-	if format != rawPlain {
+	if stored.format != rawPlain {
 		_, err = w.Write(raw)
 		return err
 	}

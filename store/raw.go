@@ -36,28 +36,35 @@ const (
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// packRaw returns what contents.data stores of raw, and its raw_format.
-// It runs in the caller's goroutine (prepare), not in the single writer.
-func packRaw(raw []byte) ([]byte, int) {
+// packedRaw is a message's raw bytes as contents stores them.
+type packedRaw struct {
+	data   []byte // contents.data
+	format int    // contents.raw_format
+}
+
+// packRaw returns what contents stores of raw. It runs in the caller's
+// goroutine (prepare), not in the single writer.
+func packRaw(raw []byte) packedRaw {
 	if raw == nil {
 		raw = []byte{} // nil would be bound as NULL
 	}
 	if len(raw) < 512 || len(raw) > maxPackedRaw {
-		return raw, rawPlain // short: it fits a page either way
+		return packedRaw{raw, rawPlain} // short: it fits a page either way
 	}
 	z := s2.Encode(make([]byte, 0, s2.MaxEncodedLen(len(raw))+4), raw)
 	if len(z)+4 > len(raw)-len(raw)/8 {
-		return raw, rawPlain
+		return packedRaw{raw, rawPlain}
 	}
-	return binary.BigEndian.AppendUint32(z, crc32.Checksum(raw, crc32c)), rawS2
+	return packedRaw{binary.BigEndian.AppendUint32(z, crc32.Checksum(raw, crc32c)), rawS2}
 }
 
 var errBadRaw = errors.New("malformed stored raw message")
 
-// unpackRaw is the inverse of packRaw for a message of size raw bytes
+// unpack is the inverse of packRaw for a message of size raw bytes
 // (messages.raw_size): a damaged row is an error, never other bytes.
-func unpackRaw(data []byte, format int, size int64) ([]byte, error) {
-	switch format {
+func (r packedRaw) unpack(size int64) ([]byte, error) {
+	data := r.data
+	switch r.format {
 	case rawPlain:
 		return data, nil
 	case rawS2:
@@ -78,5 +85,5 @@ func unpackRaw(data []byte, format int, size int64) ([]byte, error) {
 		}
 		return raw, nil
 	}
-	return nil, fmt.Errorf("%w: format %d", errBadRaw, format)
+	return nil, fmt.Errorf("%w: format %d", errBadRaw, r.format)
 }

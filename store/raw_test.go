@@ -155,17 +155,16 @@ func TestLocalDeliveryOfCompressedRaw(t *testing.T) {
 func FuzzUnpackStored(f *testing.F) {
 	bp := newBodyPacker()
 	for _, s := range []string{"", "hello", benchRaw("Subject: fuzz\r\n", 600)} {
-		z, _ := packRaw([]byte(s))
-		f.Add([]byte(s), z)
+		f.Add([]byte(s), packRaw([]byte(s)).data)
 		f.Add([]byte(s), bp.pack(&message.Parsed{Text: s, HasText: true, HTML: "<p>" + s, HasHTML: true, ExtractedText: s}))
 	}
 	f.Fuzz(func(t *testing.T, raw, stored []byte) {
-		z, format := packRaw(raw)
-		if got, err := unpackRaw(z, format, int64(len(raw))); err != nil || !bytes.Equal(got, raw) {
-			t.Fatalf("round trip of %d bytes in format %d: %d bytes, %v", len(raw), format, len(got), err)
+		z := packRaw(raw)
+		if got, err := z.unpack(int64(len(raw))); err != nil || !bytes.Equal(got, raw) {
+			t.Fatalf("round trip of %d bytes in format %d: %d bytes, %v", len(raw), z.format, len(got), err)
 		}
 		for _, size := range []int64{0, int64(len(raw)), 1 << 20} {
-			if got, err := unpackRaw(stored, rawS2, size); err == nil && int64(len(got)) != size {
+			if got, err := (packedRaw{stored, rawS2}).unpack(size); err == nil && int64(len(got)) != size {
 				t.Fatalf("unpacked %d bytes of a stated %d", len(got), size)
 			}
 		}

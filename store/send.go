@@ -196,6 +196,12 @@ func (db *DB) prepareOutgoing(raw []byte) *prepared {
 	return db.prepare(&Incoming{Raw: raw, Parsed: message.Parse(raw)})
 }
 
+// prepareStored is prepareOutgoing for a message read back from contents
+// (a local delivery), stored there as stored: it is not packed again.
+func (db *DB) prepareStored(raw []byte, stored packedRaw) *prepared {
+	return db.prepare(&Incoming{Raw: raw, Parsed: message.Parse(raw), stored: &stored})
+}
+
 // queueTx stores the outbound message (p, prepared from o.Raw) in its
 // thread and queues one delivery per recipient. Its events, in order:
 // approval.approved when an approval released it (the cause before its
