@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"io"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,12 +17,22 @@ import (
 func TestCancelledTransactionKeepsTheWriter(t *testing.T) {
 	db, b := openTest(t)
 	// The writer's start-up work is done once a first ingest has
-	// committed: from then on it waits for the writer only for B.
+	// committed and the retention round Run plans at its start has ended
+	// (its search-merge slice waits for a quiet second, and then for the
+	// writer connection A holds): from then on Run waits for the writer
+	// only for B, until the next round in resolveInterval.
 	if _, err := db.Ingest(context.Background(), incoming(b.Inbox.ID, "Message-ID: <first@x>\r\nSubject: s\r\n\r\nfirst\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PruneNow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctxA, cancelA := context.WithCancel(context.Background())
 	aInside, proceedA, doneA, bInside := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	// A failing check must still let A go, or closing the database
+	// waits for the writer A holds (a 10-minute hang, not a failure).
+	var releaseA sync.Once
+	t.Cleanup(func() { releaseA.Do(func() { close(proceedA) }) })
 	// B's batch calls this after its message's search row is pending.
 	db.failNext = func() error { close(bInside); <-doneA; return nil }
 	go func() {
@@ -54,7 +65,7 @@ func TestCancelledTransactionKeepsTheWriter(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	close(proceedA)
+	releaseA.Do(func() { close(proceedA) })
 	if err := <-ingested; err != nil {
 		t.Fatal(err)
 	}
