@@ -43,8 +43,13 @@ func holdWriterBatch(t *testing.T, db *DB) (release func() error) {
 		t.Fatal(err)
 	}
 	<-held
+	// A check that fails while the writer is held must still free it, or
+	// closing the database waits for it forever.
+	var once sync.Once
+	unhold := func() { once.Do(func() { close(free) }) }
+	t.Cleanup(unhold)
 	return func() error {
-		close(free)
+		unhold()
 		return <-req.done
 	}
 }
