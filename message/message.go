@@ -121,10 +121,8 @@ func ParseReader(r io.Reader, opts Options) (p *Parsed) {
 		References:  []string{},
 		Attachments: []Attachment{},
 	}
-	ps := &parser{out: p, spill: opts.Spill}
-	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, bytes.Buffer, strings.Reader
-		ps.size = l.Len()
-	}
+	ps := &parser{out: p, spill: opts.Spill, bufs: bufPool.Get().(*readBufs)}
+	defer ps.bufs.release()
 	defer func() {
 		// A bug in a dependency or here must not lose the message: the caller
 		// still stores the raw bytes, and ParseError says why fields are empty.
@@ -145,7 +143,8 @@ func ParseReader(r io.Reader, opts Options) (p *Parsed) {
 // still ask for (remote images, SanitizeFrameTo). Attachments are read
 // past and not kept. Like Parse it never fails.
 func OriginalHTML(raw io.Reader) (html string, ok bool) {
-	ps := &parser{out: &Parsed{}, spill: func() Blob { return &discard{} }}
+	ps := &parser{out: &Parsed{}, spill: func() Blob { return &discard{} }, bufs: bufPool.Get().(*readBufs)}
+	defer ps.bufs.release()
 	defer func() {
 		if r := recover(); r != nil { // as in ParseReader
 			html, ok = "", false

@@ -27,9 +27,9 @@ type multipartReader struct {
 	partsSeen int
 }
 
-func newMultipartReader(r io.Reader, boundary string, bufSize int) *multipartReader {
+func newMultipartReader(br *bufio.Reader, boundary string) *multipartReader {
 	return &multipartReader{
-		src:  lineReader{br: bufio.NewReaderSize(r, bufSize)},
+		src:  lineReader{br: br},
 		dash: []byte("--" + boundary),
 	}
 }

@@ -1,7 +1,6 @@
 package message
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -29,19 +28,7 @@ type parser struct {
 	leaves  int
 	report  bool // a delivery status report was seen; only the first counts
 	spill   func() Blob
-	size    int    // of the whole message when known (read from memory), else 0
-	scratch []byte // the decoded text and HTML bodies, one after the other
-}
-
-// bufSize is the size of a read buffer over (part of) the message: limit,
-// or less when the whole message is smaller. No line is longer than the
-// message, so a smaller buffer never splits a line that limit would not;
-// a 4 KB message then costs 12 KB of buffers instead of 48 KB.
-func (ps *parser) bufSize(limit int) int {
-	if ps.size <= 0 || ps.size >= limit {
-		return limit
-	}
-	return max(ps.size+1, 16) // bufio's minimum
+	bufs    *readBufs
 }
 
 func (ps *parser) fail(format string, args ...any) {
@@ -61,7 +48,7 @@ func (ps *parser) errorString() string {
 }
 
 func (ps *parser) parse(r io.Reader) {
-	src := &lineReader{br: bufio.NewReaderSize(r, ps.bufSize(32<<10))}
+	src := &lineReader{br: ps.bufs.topReader(r)}
 	h, rest, err := readHeader(src, nil)
 	if err != nil {
 		ps.fail("header: %v", err)
@@ -98,8 +85,9 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 }
 
 func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth int) {
-	capture := &captureReader{r: body, limit: 1 << 20}
-	mr := newMultipartReader(capture, boundary, ps.bufSize(8<<10))
+	capture := &captureReader{r: body, buf: ps.bufs.capture[:0], limit: 1 << 20}
+	defer func() { ps.bufs.capture = capture.buf[:0] }() // kept by stop, or grown past it
+	mr := newMultipartReader(ps.bufs.partReader(depth, capture), boundary)
 	partDefault := "text/plain"
 	if ct.media == "multipart/digest" {
 		partDefault = "message/rfc822"
@@ -186,11 +174,8 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	case isText:
 		// Read into the parser's buffer: below, the part becomes Text or
 		// HTML, a string of its own, and the buffer is kept for nothing.
-		if ps.scratch == nil {
-			ps.scratch = make([]byte, 0, ps.bufSize(256<<10))
-		}
-		ps.scratch, derr = decodeTransferAppend(ps.scratch[:0], h.Get("Content-Transfer-Encoding"), body)
-		data = ps.scratch
+		ps.bufs.scratch, derr = decodeTransferAppend(ps.bufs.scratch[:0], h.Get("Content-Transfer-Encoding"), body)
+		data = ps.bufs.scratch
 	case ps.spill == nil:
 		data, derr = decodeTransfer(h.Get("Content-Transfer-Encoding"), body)
 	default:
@@ -318,7 +303,7 @@ func (c *captureReader) Read(p []byte) (int, error) {
 
 func (c *captureReader) stop() {
 	c.stopped = true
-	c.buf = nil
+	c.buf = c.buf[:0] // its array is the next multipart's
 }
 
 // errWriter remembers a write error, telling a failing Blob (our fault)
