@@ -121,7 +121,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	for {
 		w.pulse()
-		changed := w.db.Changed()
+		changed := w.db.OutboundChanged()
 		next, ok, err := w.db.NextDeliveryAt(ctx)
 		if err != nil {
 			w.cfg.Logger.Error("outbound: next delivery", "err", err)

@@ -205,6 +205,7 @@ func (db *DB) RecordDeliveries(ctx context.Context, results []DeliveryResult) er
 // emits one delivery event per message and status, listing its recipients
 // (SPEC §8), in tx.
 func (db *DB) recordDeliveriesTx(ctx context.Context, tx *sql.Tx, results []DeliveryResult) error {
+	db.wakes |= wakeOutbound // from a DSN too, in a batch that marks its wakes
 	now := ms(db.now())
 	var msgs []string
 	seen := map[string]bool{}

@@ -136,6 +136,7 @@ func (db *DB) appendScopedEvent(ctx context.Context, tx *sql.Tx, s eventScope, i
 		if _, err := tx.StmtContext(ctx, db.ws.insertWebhookDelivery).ExecContext(ctx, ep.id, seq, ms(now)); err != nil {
 			return fmt.Errorf("queue webhook delivery: %w", err)
 		}
+		db.wakes |= wakeWebhooks
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ type messageColumns struct {
 func (db *DB) ingestReq(p *prepared) (*writeReq, *[]Delivered) {
 	var delivered []Delivered
 	return &writeReq{
-		size: p.in.rawLen(), release: p.in.release, done: make(chan error, 1),
+		size: p.in.rawLen(), release: p.in.release, done: make(chan error, 1), marksWakes: true,
 		store: func(ctx context.Context, tx *sql.Tx) (err error) {
 			delivered, err = db.ingestTx(ctx, tx, p)
 			return err

@@ -355,6 +355,7 @@ func (db *DB) indexSearch(ctx context.Context, upTo int64) (more bool, err error
 	var through int64
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		gen = db.sq.commits() // the writer is ours: no commit is under way
+		db.wakes = 0          // the search index concerns no worker
 		more = false
 		if err := tx.QueryRowContext(ctx, `SELECT indexed_through FROM search_index`).Scan(&through); err != nil {
 			return fmt.Errorf("search index: %w", err)

@@ -178,8 +178,13 @@ type DB struct {
 
 	keys keyCache // Authenticate's
 
-	changeMu sync.Mutex
-	changed  chan struct{} // closed and replaced after every commit
+	changeMu        sync.Mutex
+	changed         chan struct{} // closed and replaced after every commit
+	outboundChanged chan struct{} // closed and replaced after a commit that may have changed the outbound queue
+	webhooksChanged chan struct{} // likewise for webhook deliveries and endpoints
+	// wakes is what the transaction under way may have changed for the
+	// workers (writer goroutine only, like search).
+	wakes wakeSet
 	// failNext lets tests force the next batch commit to fail (the 451 path).
 	failNext func() error
 }
@@ -261,8 +266,11 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		planned:  make(chan planned, 1),
 		pruneNow: make(chan chan Pruned),
 		changed:  make(chan struct{}),
-		bodies:   newBodyPacker(),
-		sq:       newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
+
+		outboundChanged: make(chan struct{}),
+		webhooksChanged: make(chan struct{}),
+		bodies:          newBodyPacker(),
+		sq:              newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
 		readStmts: map[string]*sql.Stmt{},
 

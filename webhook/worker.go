@@ -193,7 +193,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		w.pulse()
-		changed := w.db.Changed()
+		changed := w.db.WebhooksChanged()
 		var alarm <-chan time.Time
 		if free := w.cfg.Concurrency - inFlight; free > 0 {
 			now := w.cfg.Clock.Now()
@@ -231,7 +231,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				// Due but not claimable (changed meanwhile, or clocks that
 				// disagree): look again on the next commit or shortly,
 				// rather than spin.
-				changed = w.db.Changed()
+				changed = w.db.WebhooksChanged()
 				alarm = w.cfg.Clock.At(now.Add(time.Second))
 			case ok:
 				alarm = w.cfg.Clock.At(next)
