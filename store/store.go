@@ -178,10 +178,11 @@ type DB struct {
 
 	keys keyCache // Authenticate's
 
-	changeMu        sync.Mutex
-	changed         chan struct{} // closed and replaced after every commit
-	outboundChanged chan struct{} // closed and replaced after a commit that may have changed the outbound queue
-	webhooksChanged chan struct{} // likewise for webhook deliveries and endpoints
+	changeMu sync.Mutex
+	// changed[i] is closed and replaced by a commit that wakes bit i of a
+	// wakeSet: every commit, one that may have changed the outbound queue,
+	// webhook deliveries or endpoints.
+	changed [wakeKinds]chan struct{}
 	// wakes is what the transaction under way may have changed for the
 	// workers (writer goroutine only, like search).
 	wakes wakeSet
@@ -265,12 +266,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		stopped:  make(chan struct{}),
 		planned:  make(chan planned, 1),
 		pruneNow: make(chan chan Pruned),
-		changed:  make(chan struct{}),
-
-		outboundChanged: make(chan struct{}),
-		webhooksChanged: make(chan struct{}),
-		bodies:          newBodyPacker(),
-		sq:              newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
+		bodies:   newBodyPacker(),
+		sq:       newSearchQueue(opts.SearchPassRows, opts.SearchPassBytes),
 
 		readStmts: map[string]*sql.Stmt{},
 
@@ -279,6 +276,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		compactQuiet:    compactQuiet,
 		compactPatience: resolveInterval,
 		batchExtend:     maxBatchExtend,
+	}
+	for i := range db.changed {
+		db.changed[i] = make(chan struct{})
 	}
 	if err := db.migrate(ctx); err != nil {
 		w.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -338,15 +339,11 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		db.recipients.gen.Add(1)
 	}
 	db.changeMu.Lock()
-	close(db.changed)
-	db.changed = make(chan struct{})
-	if db.wakes&wakeOutbound != 0 {
-		close(db.outboundChanged)
-		db.outboundChanged = make(chan struct{})
-	}
-	if db.wakes&wakeWebhooks != 0 {
-		close(db.webhooksChanged)
-		db.webhooksChanged = make(chan struct{})
+	for i, ch := range db.changed {
+		if (db.wakes|wakeCommit)&(1<<i) != 0 {
+			close(ch)
+			db.changed[i] = make(chan struct{})
+		}
 	}
 	db.changeMu.Unlock()
 	return nil
@@ -357,13 +354,17 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 // batch commits hundreds of times a second, and each wake-up costs a
 // worker a query (3 % of the process at 4 KB). Every transaction wakes
 // all of them unless it says otherwise; only commitBatch does, for the
-// requests that mark what they change (writeReq.marksWakes).
+// requests that mark what they change (writeReq.marksWakes). A commit
+// closes DB.changed[i] for each bit i of its set.
 type wakeSet uint8
 
 const (
-	wakeOutbound wakeSet = 1 << iota // the deliveries table
+	wakeCommit   wakeSet = 1 << iota // every commit (Changed): tx adds it
+	wakeOutbound                     // the deliveries table
 	wakeWebhooks                     // webhook deliveries and endpoints
-	wakeAll      = wakeOutbound | wakeWebhooks
+	wakeKinds    = iota
+
+	wakeAll = wakeOutbound | wakeWebhooks
 )
 
 // The statements of underSavepoint, prepared once (writeStmts): one group
@@ -398,24 +399,20 @@ func (db *DB) underSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) (
 // Changed returns a channel that is closed by the next commit. Long-polls
 // take it, query, and wait on it only if the query found nothing: waiters
 // are woken by commits, never by polling.
-func (db *DB) Changed() <-chan struct{} {
-	db.changeMu.Lock()
-	defer db.changeMu.Unlock()
-	return db.changed
-}
+func (db *DB) Changed() <-chan struct{} { return db.changes(wakeCommit) }
 
 // OutboundChanged is Changed for the outbound worker: closed by the next
 // commit that may have changed the deliveries table.
-func (db *DB) OutboundChanged() <-chan struct{} {
-	db.changeMu.Lock()
-	defer db.changeMu.Unlock()
-	return db.outboundChanged
-}
+func (db *DB) OutboundChanged() <-chan struct{} { return db.changes(wakeOutbound) }
 
 // WebhooksChanged is Changed for the webhook worker: closed by the next
 // commit that may have changed webhook deliveries or endpoints.
-func (db *DB) WebhooksChanged() <-chan struct{} {
+func (db *DB) WebhooksChanged() <-chan struct{} { return db.changes(wakeWebhooks) }
+
+// changes returns the channel the next commit that wakes kind (one bit)
+// closes.
+func (db *DB) changes(kind wakeSet) <-chan struct{} {
 	db.changeMu.Lock()
 	defer db.changeMu.Unlock()
-	return db.webhooksChanged
+	return db.changed[bits.TrailingZeros8(uint8(kind))]
 }
