@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/inboxd/inboxd/mcp"
 )
 
 // Config is every setting of `inboxd serve`, built once from flags and
@@ -270,6 +272,11 @@ func (c *Config) validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("--log-format must be text or json")
+	}
+	if c.PublicURL != "" {
+		if _, err := mcp.ParsePublicURL(c.PublicURL); err != nil {
+			return err
+		}
 	}
 	return nil
 }

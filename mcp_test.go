@@ -582,7 +582,7 @@ func TestMCPBehindAProxy(t *testing.T) {
 	cs := mcpSession(t, s.http, c.key)
 	call(t, cs, "list_inboxes", nil)
 
-	if err := run(context.Background(), []string{"--data", t.TempDir(), "--public-url", "mail.example.com"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil ||
+	if _, _, err := serveConfig([]string{"--public-url", "mail.example.com"}, func(string) string { return "" }, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "--public-url") {
 		t.Errorf("a public URL without a scheme: %v", err)
 	}

@@ -62,6 +62,16 @@ const requestDeadline = 90 * time.Second
 // MiB of attachments in base64).
 const maxRequestBytes = 36 << 20
 
+// ParsePublicURL checks the value of --public-url: an http(s) URL with a
+// host. The flags call it before anything listens; New again.
+func ParsePublicURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, fmt.Errorf("--public-url must be an http(s) URL with a host, not %q", s)
+	}
+	return u, nil
+}
+
 // New returns the handler of /mcp, over the operations ops.
 func New(ops *app.App, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
@@ -72,9 +82,9 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 	}
 	var public *url.URL
 	if cfg.PublicURL != "" {
-		u, err := url.Parse(cfg.PublicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return nil, fmt.Errorf("--public-url must be an http(s) URL with a host, not %q", cfg.PublicURL)
+		u, err := ParsePublicURL(cfg.PublicURL)
+		if err != nil {
+			return nil, err
 		}
 		public = u
 	}
