@@ -158,10 +158,7 @@ func (db *DB) DeleteInbox(ctx context.Context, projectID, inboxID string) error 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("delete inbox %s: %w", inboxID, ErrNotFound)
 		}
-		// New messages may now reuse the highest rowids (max(rowid) + 1):
-		// the mark must stay below them, or they would never be indexed.
-		_, err = tx.ExecContext(ctx, `UPDATE search_index SET indexed_through = min(indexed_through, (SELECT coalesce(max(rowid), 0) FROM messages))`)
-		return err
+		return nil
 	})
 }
 

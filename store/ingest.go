@@ -545,11 +545,11 @@ const (
 			has_attachments = has_attachments OR ?
 		WHERE id = ?`
 	sqlLastSequence  = `SELECT last_sequence FROM threads WHERE id = ?`
-	sqlInsertMessage = `INSERT INTO messages (id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
+	sqlInsertMessage = `INSERT INTO messages (pk, id, inbox_id, thread_id, sequence, direction, state, simulated, echo,
 			subject, preview, from_json, to_json, cc_json, bcc_json, reply_to_json, rfc_message_id, rfc_message_id_generated,
 			in_reply_to_json, references_json, thread_match, address_tag, parse_error, raw_sha256, raw_size, created_at,
 			message_id_confirmed, approval_id, env_mail_from, env_rcpt_to, env_remote_ip, env_helo, env_tls, env_auth_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertContents = `INSERT INTO contents (message, trace, body, data, raw_format) VALUES (?, ?, ?, ?, ?)`
 
 	sqlInsertRawChunk        = `INSERT INTO raw_chunks (message_id, seq, data) VALUES (?, ?, ?)`
@@ -598,15 +598,13 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, p *prepared, r mess
 		rcpts, _ := json.Marshal(nonNil(e.RcptTo))
 		env = [6]any{e.MailFrom, string(rcpts), e.RemoteIP, e.Helo, e.TLS, nullIfEmpty(e.AuthUser)}
 	}
-	res, err := tx.StmtContext(ctx, db.ws.insertMessage).ExecContext(ctx,
+	db.lastPK++ // taken even if this transaction rolls back: a gap is harmless
+	rowid := db.lastPK
+	_, err := tx.StmtContext(ctx, db.ws.insertMessage).ExecContext(ctx, rowid,
 		id, r.inboxID, threadID, seq, r.direction, r.state, p.in.Simulated, r.echo, m.Subject, m.Preview, nullIfEmpty(p.cols.from),
 		p.cols.to, p.cols.cc, r.bcc, p.cols.replyTo, p.own, p.generated, p.cols.irt, p.cols.refs, string(r.match),
 		nullIfEmpty(r.tag), nullIfEmpty(m.ParseError), hash, p.in.rawLen(), ms(now), r.confirmed, nullIfEmpty(r.approvalID),
 		env[0], env[1], env[2], env[3], env[4], env[5])
-	if err != nil {
-		return Delivered{}, fmt.Errorf("insert message: %w", err)
-	}
-	rowid, err := res.LastInsertId()
 	if err != nil {
 		return Delivered{}, fmt.Errorf("insert message: %w", err)
 	}

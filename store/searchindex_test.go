@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
 func searchThreads(t *testing.T, db *DB, inboxID, q string) int {
@@ -125,9 +127,9 @@ func TestSearchIndexRebuildsAfterRestart(t *testing.T) {
 	}
 }
 
-// A message deleted before a pass reached it is never indexed; deleting
-// an inbox whose messages hold the highest rowids lowers the mark, so the
-// messages that reuse those rowids are indexed.
+// A message deleted before a pass reached it is never indexed; after an
+// inbox whose messages held the highest keys is deleted, new messages are
+// indexed (their keys are above the mark, not the deleted ones reused).
 func TestSearchIndexAndDeletes(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
@@ -165,6 +167,50 @@ func TestSearchIndexAndDeletes(t *testing.T) {
 	}
 	if got := ftsRows(t, db); got != 1 {
 		t.Errorf("%d full-text rows, want 1 (only the last message)", got)
+	}
+}
+
+// Retention that deletes every message (a quiet server) leaves the mark
+// at the deleted keys; the messages stored after it, before and after a
+// restart, take keys above it and are found. SQLite alone would hand them
+// the deleted keys again, at or below the mark, never to be indexed.
+func TestSearchAfterRetentionDeletedEverything(t *testing.T) {
+	ctx := context.Background()
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	opts := Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now}
+	db, b, stop := openRunning(t, opts)
+	ingest := func(db *DB, word string) {
+		t.Helper()
+		in := incoming(b.Inbox.ID, "From: a@x\r\nSubject: s\r\n\r\n"+word+"\r\n")
+		in.ReceivedAt = clk.Now()
+		if _, err := db.Ingest(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pruneAll := func(db *DB, want int) {
+		t.Helper()
+		clk.Advance(40 * 24 * time.Hour)
+		if n, err := db.PruneMessages(ctx, Retention{Cutoff: clk.Now().Add(-time.Hour)}, 500); err != nil || n != want {
+			t.Fatalf("pruned %d (%v), want %d", n, err, want)
+		}
+	}
+	ingest(db, "first")
+	ingest(db, "first")
+	if got := searchThreads(t, db, b.Inbox.ID, "first"); got != 2 {
+		t.Fatalf("first: %d threads, want 2", got)
+	}
+	pruneAll(db, 2)
+	ingest(db, "second")
+	if got := searchThreads(t, db, b.Inbox.ID, "second"); got != 1 {
+		t.Errorf("stored after retention emptied the store: %d threads, want 1", got)
+	}
+	pruneAll(db, 1)
+	stop()
+
+	db, _, _ = openRunning(t, opts)
+	ingest(db, "third")
+	if got := searchThreads(t, db, b.Inbox.ID, "third"); got != 1 {
+		t.Errorf("stored after retention emptied the store and a restart: %d threads, want 1", got)
 	}
 }
 

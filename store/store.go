@@ -146,6 +146,14 @@ type DB struct {
 
 	ws writeStmts // the writer's hot statements, prepared at Open (stmt.go)
 
+	// lastPK is the last messages.pk handed out (insertMessage; writer
+	// only). SQLite would give a new row max(pk)+1, reusing the keys of
+	// the newest messages once they are deleted (retention of a quiet
+	// server deletes all of them); the search index marks its progress by
+	// pk (search_index.indexed_through), so a reused key at or below the
+	// mark would never be indexed. Open starts it above both.
+	lastPK int64
+
 	// lastEventSeq is the last seq handed out to an event (appendEvent,
 	// only in the writer's transactions; read by EventsAppended). The log
 	// is keyed by (project_id, seq): no query finds the highest seq of
@@ -309,13 +317,14 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db.aliasesMayExist.Store(aliases)
 	// Messages stored but not indexed before a stop are indexed by Run,
 	// or by the first search.
-	var behind bool
-	if err := w.QueryRowContext(ctx, `SELECT indexed_through < (SELECT coalesce(max(rowid), 0) FROM messages)
-		FROM search_index`).Scan(&behind); err != nil {
+	var through, lastPK int64
+	if err := w.QueryRowContext(ctx, `SELECT indexed_through, (SELECT coalesce(max(pk), 0) FROM messages)
+		FROM search_index`).Scan(&through, &lastPK); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("search index: %w", err)
 	}
-	if behind {
+	db.lastPK = max(through, lastPK)
+	if through < lastPK {
 		db.sq.committed = 1
 		if err := db.rebuildSearch(ctx); err != nil {
 			w.Close()
