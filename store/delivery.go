@@ -218,7 +218,11 @@ func (db *DB) recordDeliveriesTx(ctx context.Context, tx *sql.Tx, results []Deli
 			next = ms(r.NextAttempt)
 		}
 		var msg, email string
-		if err := tx.StmtContext(ctx, db.ws.recordDelivery).QueryRowContext(ctx, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email); err != nil {
+		err := tx.StmtContext(ctx, db.ws.recordDelivery).QueryRowContext(ctx, r.Status, next, nullIfZero(r.Code), nullIfEmpty(r.Message), now, r.ID).Scan(&msg, &email)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // deleted with its message (its inbox) while it was tried
+		}
+		if err != nil {
 			return fmt.Errorf("record delivery %d: %w", r.ID, err)
 		}
 		if !seen[msg] {
@@ -364,6 +368,11 @@ func (db *DB) deliverLocalDue(ctx context.Context, due dueLocal) (int, error) {
 			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.From); err != nil {
 				rows.Close()
 				return fmt.Errorf("due local deliveries: %w", err)
+			}
+			if due.messages[c.MessageID] == nil {
+				// Another send's id: never, as ids are not reused, but a
+				// guard against a nil prepared message. The next round takes it.
+				continue
 			}
 			cs = append(cs, c)
 			ids = append(ids, c.ID)

@@ -90,8 +90,8 @@ type SendResult struct {
 // The statements of Send, prepared at Open (writeStmts).
 const (
 	sqlParentThread   = `SELECT thread_id FROM messages WHERE id = ? AND inbox_id = ?`
-	sqlInsertDelivery = `INSERT INTO deliveries (message_id, email, type, route, status, next_attempt_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertDelivery = `INSERT INTO deliveries (id, message_id, email, type, route, status, next_attempt_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlFindIdempotencyKey = `SELECT request_hash, result, created_at FROM idempotency_keys
 		WHERE project_id = ? AND key = ?`
@@ -263,7 +263,8 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 			captured = append(captured, map[string]any{"email": r.Email, "delivery_status": StatusCaptured,
 				"smtp_code": nil, "smtp_message": nil})
 		}
-		if _, err := tx.StmtContext(ctx, db.ws.insertDelivery).ExecContext(ctx, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
+		db.lastDeliveryID++ // as lastPK: a rollback leaves a harmless gap
+		if _, err := tx.StmtContext(ctx, db.ws.insertDelivery).ExecContext(ctx, db.lastDeliveryID, d.MessageID, r.Email, r.Type, r.Route, status, next, ms(now)); err != nil {
 			return SendResult{}, fmt.Errorf("queue delivery: %w", err)
 		}
 	}

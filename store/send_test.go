@@ -304,6 +304,93 @@ func TestLocalDeliveryToDeletedInboxBounces(t *testing.T) {
 	}
 }
 
+// A delivery's id is never another's: a relay's answer for a send deleted
+// with its inbox mid-attempt, and a local round prepared before such a
+// delete, land on nothing, not on the next send that SQLite would have
+// given the freed id (max(id)+1). That send is relayed, or delivered,
+// as if nothing happened; before, it was marked sent without being
+// relayed, and the local round dereferenced a message it had not prepared.
+// Recording the deleted delivery's answer is no error.
+func TestDeliveryIDsAreNotReused(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doomed, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "doomed@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "bob@localhost"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Relay: the claim outlives its delivery.
+	sendUnconfirmed(t, db, doomed.ID, "old@localhost")
+	claimed, err := db.ClaimDeliveries(ctx, 10, time.Hour)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %v (%v), want one", claimed, err)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, doomed.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := sendUnconfirmed(t, db, other.ID, "new@localhost")
+	// The row is gone: its answer has nothing to change, and is no error
+	// (the worker would back off and log it).
+	if err := db.RecordDeliveries(ctx, []DeliveryResult{{ID: claimed[0].ID, Status: StatusSent, Code: 250, Message: "ok"}}); err != nil {
+		t.Errorf("recording the answer for a deleted delivery: %v", err)
+	}
+	ds, err := db.DeliveriesOf(ctx, []string{res.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ds[res.MessageID]; len(d) != 1 || d[0].Status != StatusQueued {
+		t.Errorf("the next send's deliveries: %+v, want one queued", d)
+	}
+	if again, err := db.ClaimDeliveries(ctx, 10, time.Hour); err != nil || len(again) != 1 || again[0].MessageID != res.MessageID {
+		t.Errorf("claimable after: %+v (%v), want the next send's", again, err)
+	}
+
+	// Local: a round prepared before the delete.
+	doomed, err = db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "doomed2@localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := func(inboxID string, i int) SendRequest {
+		req := localSend(inboxID, i)
+		req.Out.Recipients = []Recipient{{Email: "bob@localhost", Type: "to", Route: "local"}}
+		return req
+	}
+	if _, err := db.Send(ctx, to(doomed.ID, 1)); err != nil {
+		t.Fatal(err)
+	}
+	due, err := db.prepareDueLocal(ctx, 100)
+	if err != nil || len(due.ids) != 1 {
+		t.Fatalf("prepared %+v (%v), want one", due, err)
+	}
+	if err := db.DeleteInbox(ctx, b.ProjectID, doomed.ID); err != nil {
+		t.Fatal(err)
+	}
+	next, err := db.Send(ctx, to(other.ID, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.deliverLocalDue(ctx, due); err != nil || n != 0 {
+		t.Errorf("the prepared round delivered %d (%v), want 0: its delivery was deleted", n, err)
+	}
+	if n, err := db.DeliverLocalDue(ctx, 100); err != nil || n != 1 {
+		t.Fatalf("the next round delivered %d (%v), want 1", n, err)
+	}
+	ds, err = db.DeliveriesOf(ctx, []string{next.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ds[next.MessageID]; len(d) != 1 || d[0].Status != StatusDelivered {
+		t.Errorf("the next local send's deliveries: %+v, want one delivered", d)
+	}
+}
+
 // An idempotency key stores what the send did and replays it as data: a
 // held send's draft and approval, a queued one's message — and a row
 // written before migration 0010, which held the HTTP answer's JSON, reads

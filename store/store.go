@@ -153,6 +153,13 @@ type DB struct {
 	// pk (search_index.indexed_through), so a reused key at or below the
 	// mark would never be indexed. Open starts it above both.
 	lastPK int64
+	// lastDeliveryID is the last deliveries.id handed out (Send; writer
+	// only), for the same reason: the outbound worker records a relay's
+	// answer by the id it claimed, and DeliverLocalDue takes the ids it
+	// prepared, so an id reused after its send was deleted (with its inbox)
+	// would mark another send as sent without relaying it. A claim lives
+	// no longer than the process, so Open starts it at the highest stored.
+	lastDeliveryID int64
 
 	// lastEventSeq is the last seq handed out to an event (appendEvent,
 	// only in the writer's transactions; read by EventsAppended). The log
@@ -315,13 +322,14 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	db.deferredMayExist.Store(deferred)
 	db.aliasesMayExist.Store(aliases)
-	// Messages stored but not indexed before a stop are indexed by Run,
-	// or by the first search.
+	// The keys new messages and deliveries take, and the search index's
+	// mark: messages stored but not indexed before a stop are indexed by
+	// Run, or by the first search.
 	var through, lastPK int64
-	if err := w.QueryRowContext(ctx, `SELECT indexed_through, (SELECT coalesce(max(pk), 0) FROM messages)
-		FROM search_index`).Scan(&through, &lastPK); err != nil {
+	if err := w.QueryRowContext(ctx, `SELECT indexed_through, (SELECT coalesce(max(pk), 0) FROM messages),
+		(SELECT coalesce(max(id), 0) FROM deliveries) FROM search_index`).Scan(&through, &lastPK, &db.lastDeliveryID); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("search index: %w", err)
+		return nil, fmt.Errorf("search index and keys: %w", err)
 	}
 	db.lastPK = max(through, lastPK)
 	if through < lastPK {
