@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"testing"
 )
 
@@ -65,4 +67,52 @@ func TestCommitsWakeTheWorkersTheyConcern(t *testing.T) {
 	w = take()
 	ingest("Message-ID: <plain-2@example.com>\r\nSubject: hi\r\n\r\nhello again\r\n")
 	check("a message, with an endpoint", w, false, true)
+}
+
+// A commit's wakes are its own: a transaction that takes the writer right
+// after it (an index pass a search runs, which wakes nobody) must not
+// clear them before they are delivered. The handover is a race, so many
+// ingests meet passes run as fast as they can; before the fix a few in a
+// thousand lost their wake-up, and the webhook worker slept until its
+// heartbeat.
+func TestWakesSurviveTheNextTransaction(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	if _, _, err := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "https://hook.example/x", Secret: "whsec_x"}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if _, err := db.indexSearch(ctx, math.MaxInt64); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	missed := 0
+	const n = 3000
+	for i := range n {
+		ch := db.WebhooksChanged()
+		if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, fmt.Sprintf("From: a@x\r\nSubject: s%d\r\n\r\nw\r\n", i))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+		default:
+			missed++
+		}
+	}
+	close(stop)
+	<-done
+	if missed > 0 {
+		t.Errorf("%d of %d ingests that queued a webhook delivery did not close WebhooksChanged", missed, n)
+	}
 }

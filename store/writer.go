@@ -326,8 +326,9 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		db.sq.queue(db.search)
 	}
 	clear(db.search) // the texts are not kept until the next transaction
-	// Read before the commit lets the next transaction begin.
-	inboxes := db.inboxesChanged
+	// Read before the commit lets the next transaction begin (an index
+	// pass from a search, say) and set them for itself.
+	inboxes, wakes := db.inboxesChanged, db.wakes
 	db.inboxesChanged = false
 	if err != nil {
 		return err
@@ -340,7 +341,7 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	db.changeMu.Lock()
 	for i, ch := range db.changed {
-		if (db.wakes|wakeCommit)&(1<<i) != 0 {
+		if (wakes|wakeCommit)&(1<<i) != 0 {
 			close(ch)
 			db.changed[i] = make(chan struct{})
 		}
