@@ -30,15 +30,7 @@ func TestIngestMatchesModel(t *testing.T) {
 
 func checkAgainstModel(t *testing.T, arrivals []corpus.Arrival) {
 	ctx := context.Background()
-	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "m.db"), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	b, _, err := db.Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, b := openIdle(t, filepath.Join(t.TempDir(), "m.db"))
 	other, err := db.CreateInbox(ctx, b.ProjectID, NewInbox{Address: "other@localhost"})
 	if err != nil {
 		t.Fatal(err)

@@ -187,6 +187,10 @@ type DB struct {
 	// recipients to a new generation.
 	inboxesChanged bool
 	recipients     recipientCache // LookupRecipient's answers (inbox.go)
+	// othersVersion is PRAGMA data_version on the writer connection as
+	// noticeOtherWriters last read it (Run only): on that connection it
+	// moves only with another process's commits (the CLI's).
+	othersVersion int64
 
 	readMu    sync.RWMutex
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use

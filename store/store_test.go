@@ -26,6 +26,24 @@ func openTest(t testing.TB) (*DB, Bootstrapped) {
 	return db, b
 }
 
+// openIdle opens (bootstrapping) the database at path without running its
+// writer: a process like the CLI, or a test that drives the writer's work
+// itself. Cleanup closes it.
+func openIdle(t testing.TB, path string) (*DB, Bootstrapped) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: path, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	b, _, err := db.Bootstrap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, b
+}
+
 // openRunning opens (bootstrapping) the database of opts and runs its
 // writer. stop ends Run and closes the database; cleanup calls it too.
 func openRunning(t testing.TB, opts Options) (*DB, Bootstrapped, func()) {

@@ -124,6 +124,7 @@ func (db *DB) Run(ctx context.Context) error {
 		plan(true)
 	}
 	index := func() {
+		db.noticeOtherWriters(bg) // on the same beat, for the recipient cache
 		// Committed messages wait at most indexDelay for a pass; a
 		// backlog (after a restart) is worked off while no ingest waits.
 		for more := db.sq.pending(); more && len(db.writeQ) == 0; {
