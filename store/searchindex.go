@@ -63,7 +63,8 @@ func rowBytes(cols [3]string) int { return len(cols[0]) + len(cols[1]) + len(col
 // runs while the caller still holds the writer, so no pass can start
 // between the commit and this bookkeeping. Rows of a transaction that then
 // fails to commit stay behind harmlessly: a pass only indexes rowids that
-// exist, and a later message reusing a rowid replaces its entry.
+// exist, no later message reuses theirs (DB.lastPK), and forget drops them
+// once a pass is past them.
 func (q *searchQueue) queue(rows []searchRow) {
 	if len(rows) == 0 {
 		return
