@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -173,6 +174,11 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		relay[c.MessageID] = append(relay[c.MessageID], c)
 	}
 	for _, id := range order {
+		if err := ctx.Err(); err != nil {
+			// Stopping: what is left of the claim was never handed to the
+			// relay, and the next start releases it (ReleaseDeliveryClaims).
+			return err
+		}
 		w.pulse()
 		if err := w.relay(ctx, relay[id]); err != nil {
 			return err
@@ -198,6 +204,9 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 		return nil
 	}
 	raw, err := w.db.Raw(ctx, cs[0].MessageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted (with its inbox) since the claim, and its deliveries with it
+	}
 	if err != nil {
 		return err
 	}
@@ -206,6 +215,10 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 		rcpts[i] = c.Email
 	}
 	answers, dataText := w.cfg.Relay.Send(ctx, cs[0].From, rcpts, raw)
+	// The relay has answered: what it said is recorded even if the worker
+	// is stopping meanwhile. Left unrecorded, the claim would be released
+	// at the next start and the mail relayed a second time.
+	ctx = context.WithoutCancel(ctx)
 	accepted := false
 	for i, c := range cs {
 		a := answers[i]
@@ -232,7 +245,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 				alias = strings.Trim(fmt.Sprintf(w.cfg.MessageIDFormat, m[1]), "<>")
 			}
 		}
-		if _, err := w.db.ConfirmMessageID(ctx, cs[0].MessageID, alias); err != nil {
+		if _, err := w.db.ConfirmMessageID(ctx, cs[0].MessageID, alias); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}
