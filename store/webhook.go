@@ -366,7 +366,7 @@ var (
 	sqlAdvanceClaimedSeq = `UPDATE webhook_endpoints SET claimed_seq = min(?3, coalesce((SELECT min(event_seq) - 1
 			FROM webhook_deliveries WHERE ` + sqlNewDelivery("?1", "?2") + `), ?3))
 		WHERE id = ?1`
-	sqlRecordWebhookStatus  = `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ?`
+	sqlRecordWebhookStatus  = `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ? WHERE endpoint_id = ? AND event_seq = ? AND status != 'delivered'`
 	sqlInsertWebhookAttempt = `INSERT INTO webhook_attempts (endpoint_id, event_seq, at, status_code, duration_ms, response_excerpt, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
@@ -516,8 +516,11 @@ type WebhookDeliveryResult struct {
 	Attempt     WebhookAttempt
 	Status      string    // WebhookDelivered, WebhookPending (retry at NextAttempt) or WebhookFailed
 	NextAttempt time.Time // for WebhookPending
-	// DisableReason, when set, disables the delivery's endpoint (a 410).
+	// DisableReason, when set, disables the delivery's endpoint (a 410)
+	// if it still has URL, the one that answered: a late answer from
+	// the URL an endpoint was moved away from does not disable it.
 	DisableReason string
+	URL           string
 }
 
 // MaxResponseExcerpt is how much of a response (or error) an attempt keeps.
@@ -525,7 +528,9 @@ const MaxResponseExcerpt = 1024
 
 // RecordWebhookDeliveries stores attempts and the deliveries' new
 // statuses in one transaction (one fsync for a burst of attempts). A
-// result whose delivery is gone (its endpoint was deleted) is skipped.
+// result whose delivery is gone (its endpoint was deleted) is skipped. A
+// delivery a receiver took stays delivered: a failure from another of
+// its attempts (a manual retry while one was out) is only an attempt.
 func (db *DB) RecordWebhookDeliveries(ctx context.Context, results []WebhookDeliveryResult) error {
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		for _, o := range results {
@@ -565,8 +570,8 @@ func (db *DB) recordWebhookDeliveryTx(ctx context.Context, tx *sql.Tx, o Webhook
 		return err
 	}
 	if o.DisableReason != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
-			o.DisableReason, o.EndpointID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ? AND url = ?`,
+			o.DisableReason, o.EndpointID, o.URL); err != nil {
 			return err
 		}
 	}

@@ -326,7 +326,7 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 
 	// A 410 disables the endpoint: nothing of it is due any more.
 	if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{{EndpointID: ep.ID, DeliveryID: cs[1].DeliveryID, Status: WebhookPending, NextAttempt: clk.Now(),
-		DisableReason: "410", Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}}); err != nil {
+		DisableReason: "410", URL: ep.URL, Attempt: WebhookAttempt{At: clk.Now(), StatusCode: 410}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := db.GetWebhookEndpoint(ctx, b.ProjectID, ep.ID)
@@ -358,6 +358,40 @@ func TestWebhookAttemptsAndRetry(t *testing.T) {
 // and recorded outcomes, every delivery is claimed, none is claimed again
 // before its lease or retry is due, and claimed_seq never passes a new
 // delivery.
+// Two attempts of one delivery can be in flight (a manual retry while the
+// first is out, or a lease that ended): once a receiver has taken it, a
+// later failure from the other is recorded as an attempt but does not
+// make it pending again, to be sent once more.
+func TestWebhookDeliveredStaysDelivered(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	ep, _, _ := db.CreateWebhookEndpoint(ctx, b.ProjectID, NewWebhookEndpoint{URL: "http://x", Secret: testSecret})
+	receive(t, db, clk, b.Inbox.ID, 0)
+	cs, err := db.ClaimWebhookDeliveries(ctx, 10, 4, nil, time.Minute)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %d %v", len(cs), err)
+	}
+	id, now := cs[0].DeliveryID, clk.Now()
+	for _, o := range []WebhookDeliveryResult{
+		{Status: WebhookDelivered, Attempt: WebhookAttempt{At: now, StatusCode: 200}},
+		{Status: WebhookPending, NextAttempt: now.Add(time.Second), Attempt: WebhookAttempt{At: now, StatusCode: 500}},
+		{Status: WebhookFailed, Attempt: WebhookAttempt{At: now, Error: "timeout"}},
+	} {
+		o.EndpointID, o.DeliveryID = ep.ID, id
+		if err := db.RecordWebhookDeliveries(ctx, []WebhookDeliveryResult{o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := db.GetWebhookDelivery(ctx, b.ProjectID, ep.ID, id)
+	if err != nil || d.Status != WebhookDelivered || d.NextAttemptAt != nil || len(d.Attempts) != 3 {
+		t.Fatalf("after a late failure: %+v %v, want delivered with 3 attempts", d, err)
+	}
+	clk.Advance(time.Hour)
+	if cs, err := db.ClaimWebhookDeliveries(ctx, 10, 4, nil, time.Minute); err != nil || len(cs) != 0 {
+		t.Errorf("claimed again: %d %v", len(cs), err)
+	}
+}
+
 func TestWebhookNewDeliveriesAreClaimedOnce(t *testing.T) {
 	db, b, clk := openClocked(t)
 	ctx := context.Background()

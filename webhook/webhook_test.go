@@ -558,6 +558,36 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 	e.waitFor("delivered after re-enabling", func() bool { return e.statuses(ep.ID)[store.WebhookDelivered] == 1 })
 }
 
+// A 410 that arrives from the URL an endpoint was moved away from while
+// the request was in flight does not disable it at its new URL; the
+// delivery goes there.
+func TestGoneFromAnOldURLDoesNotDisable(t *testing.T) {
+	e := newEnv(t)
+	answering, answer := make(chan struct{}), make(chan struct{})
+	old := newReceiver(t, func(request) (int, http.Header) {
+		close(answering)
+		<-answer
+		return http.StatusGone, nil
+	})
+	moved := newReceiver(t, status(http.StatusOK))
+	ep := e.endpoint(old.URL(), "")
+	e.start(WorkerConfig{})
+	e.receive()
+	<-answering
+	u := moved.URL()
+	if _, err := e.db.UpdateWebhookEndpoint(context.Background(), e.boot.ProjectID, ep.ID, store.WebhookEndpointPatch{URL: &u}); err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	old.next(t)
+	moved.next(t)
+	e.waitFor("delivered at the new URL", func() bool { return e.statuses(ep.ID)[store.WebhookDelivered] == 1 })
+	got, err := e.db.GetWebhookEndpoint(context.Background(), e.boot.ProjectID, ep.ID)
+	if err != nil || !got.Enabled || got.DisabledReason != "" {
+		t.Errorf("after a 410 from the old URL: %+v %v", got, err)
+	}
+}
+
 func TestRetryAfter(t *testing.T) {
 	e := newEnv(t)
 	var answers = make(chan func(request) (int, http.Header), 10)

@@ -337,7 +337,7 @@ func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, re
 		// The receiver asked to stop. The delivery stays pending, due at
 		// once should the endpoint be enabled again.
 		o.Status, o.NextAttempt = store.WebhookPending, a.At
-		o.DisableReason = "The endpoint answered 410 Gone."
+		o.DisableReason, o.URL = "The endpoint answered 410 Gone.", c.URL
 		return o
 	}
 	s := w.cfg.RetrySchedule
