@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -30,6 +31,37 @@ func (e *env) status(inboxID, approvalID string) string {
 		e.t.Fatal(err)
 	}
 	return ap.Status
+}
+
+// A held reply whose parent retention pruned before the decision is
+// still approved and queued as held, threaded by its headers like any
+// reply: not a not_found for an approval that is there, pending for ever.
+func TestApproveReplyToAPrunedMessage(t *testing.T) {
+	e := newEnv(t)
+	ib := e.boot.Inbox.ID
+	parent := e.deliver(ib, rawMail("parent@supplier.example", "quote", "42"))
+	raw := "From: inbox@localhost\r\nTo: sales@supplier.example\r\nSubject: Re: quote\r\nMessage-ID: <ok@localhost>\r\n" +
+		"In-Reply-To: <parent@supplier.example>\r\n\r\nDeal.\r\n"
+	res, err := e.db.Send(e.ctx, store.SendRequest{ProjectID: e.boot.ProjectID, Hold: true, Out: store.Outgoing{InboxID: ib, Raw: []byte(raw),
+		ParentID: parent.MessageID, Recipients: []store.Recipient{{Email: "sales@supplier.example", Type: "to", Route: "relay"}}}})
+	if err != nil || res.ApprovalID == "" {
+		t.Fatalf("hold: %+v, %v", res, err)
+	}
+	e.clock.Advance(time.Hour)
+	e.deliver(ib, rawMail("later@elsewhere.example", "other", "x"))
+	if n, err := e.db.PruneMessages(e.ctx, store.Retention{Keep: 1}, 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want the parent", n, err)
+	}
+	if _, err := e.db.GetMessage(e.ctx, ib, parent.MessageID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the parent after pruning: %v", err)
+	}
+	ap, err := e.app.Approve(e.ctx, e.caller(nil, "approvals:write"), ib, res.ApprovalID)
+	if err != nil || ap.Status != "approved" || ap.MessageID == nil {
+		t.Fatalf("approve: %+v, %v", ap, err)
+	}
+	if m, err := e.db.GetMessage(e.ctx, ib, *ap.MessageID); err != nil || ap.ThreadID == nil || m.ThreadID != *ap.ThreadID || m.State != store.StatusQueued {
+		t.Errorf("the approved send: %+v, %v", m, err)
+	}
 }
 
 // Reading approvals takes approvals:read and deciding approvals:write,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -227,6 +228,33 @@ func TestReleaseClaims(t *testing.T) {
 	}
 	if next, ok, _ := db.NextDeliveryAt(ctx); !ok || next.After(clock.Now()) {
 		t.Fatalf("after release due at %v, now %v", next, clock.Now())
+	}
+	// The message's state changed, and a client following events learns it.
+	if m, err := db.GetMessage(ctx, b.Inbox.ID, claimed[0].MessageID); err != nil || m.State != StatusDeferred {
+		t.Fatalf("after release the message is %q (%v), want deferred", m.State, err)
+	}
+	evs, err := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{"message.deferred"}}, 10)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("message.deferred events after release: %d %v, want 1", len(evs), err)
+	}
+	var ev struct {
+		Data struct {
+			MessageID  string `json:"message_id"`
+			Recipients []struct {
+				Email          string
+				DeliveryStatus string `json:"delivery_status"`
+			}
+		}
+	}
+	if err := json.Unmarshal(evs[0].Body, &ev); err != nil || ev.Data.MessageID != claimed[0].MessageID ||
+		len(ev.Data.Recipients) != 1 || ev.Data.Recipients[0].DeliveryStatus != StatusDeferred {
+		t.Errorf("message.deferred %s (%v)", evs[0].Body, err)
+	}
+	if err := db.ReleaseDeliveryClaims(ctx); err != nil { // nothing claimed: nothing more
+		t.Fatal(err)
+	}
+	if evs, _ := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{"message.deferred"}}, 10); len(evs) != 1 {
+		t.Errorf("%d message.deferred events after a second release, want 1", len(evs))
 	}
 	again, err := db.ClaimDeliveries(ctx, 10, time.Hour)
 	if err != nil || len(again) != 1 || again[0].Attempts != 2 {

@@ -145,28 +145,29 @@ func (db *DB) updateStates(ctx context.Context, tx *sql.Tx, messageIDs []string)
 }
 
 // ReleaseDeliveryClaims makes deliveries left in sending by a process
-// that stopped mid-attempt due now. Only one process works the queue, so
-// at start every claim is orphaned; the attempt stays counted.
+// that stopped mid-attempt due now, deferred with message.deferred (SPEC
+// §8: their messages' state changes). Only one process works the queue,
+// so at start every claim is orphaned; the attempt stays counted.
 func (db *DB) ReleaseDeliveryClaims(ctx context.Context) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET status = 'deferred', next_attempt_at = ?1, updated_at = ?1
-			WHERE status = 'sending' RETURNING message_id`, ms(db.now()))
-		if err != nil {
-			return fmt.Errorf("release delivery claims: %w", err)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries WHERE status = 'sending' ORDER BY id`)
+		ids, err := scanAll(rows, err, "release delivery claims", func(r rowScanner) (id int64, err error) { return id, r.Scan(&id) })
+		if err != nil || len(ids) == 0 {
+			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
+		now := db.now()
+		results := make([]DeliveryResult, len(ids))
+		for i, id := range ids {
+			results[i] = DeliveryResult{ID: id, Status: StatusDeferred, NextAttempt: now, Message: interruptedAttempt}
 		}
-		rows.Close()
-		return db.updateStates(ctx, tx, ids)
+		return db.recordDeliveriesTx(ctx, tx, results)
 	})
 }
+
+// interruptedAttempt is the smtp_message of a delivery whose attempt a
+// stop interrupted: whether the relay took it is unknown, and it is tried
+// again.
+const interruptedAttempt = "the attempt was interrupted: inboxd stopped before the relay answered"
 
 // NextDeliveryAt returns when the earliest waiting delivery is due.
 func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
