@@ -40,6 +40,24 @@ type fakeRelay struct {
 	caFile   string
 	srv      *gosmtp.Server
 	received chan struct{}
+	held     chan struct{} // with gate: signalled when a DATA waits for it
+	gate     chan struct{} // when set, DATA answers once it is closed
+}
+
+// hold makes every DATA wait, its message read, for release before the
+// relay answers; held receives when one waits.
+func (r *fakeRelay) hold() (held <-chan struct{}, release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held, r.gate = make(chan struct{}, 100), make(chan struct{})
+	return r.held, sync.OnceFunc(func() { close(r.gate) })
+}
+
+// dataCount is how many messages the relay was handed.
+func (r *fakeRelay) dataCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.datas
 }
 
 type relayed struct {
@@ -87,6 +105,13 @@ func (s *relaySession) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 }
 func (s *relaySession) Data(r io.Reader) error {
 	raw, _ := io.ReadAll(r)
+	s.r.mu.Lock()
+	held, gate := s.r.held, s.r.gate
+	s.r.mu.Unlock()
+	if gate != nil {
+		held <- struct{}{}
+		<-gate
+	}
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	defer func() { s.r.received <- struct{}{} }()

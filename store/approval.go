@@ -140,20 +140,7 @@ func (db *DB) Decide(ctx context.Context, inboxID, approvalID, keyID string, app
 		if err := json.Unmarshal([]byte(meta), &d); err != nil {
 			return fmt.Errorf("draft: %w", err)
 		}
-		parentID := d.ParentID
-		if parentID != "" {
-			var t string
-			err := tx.StmtContext(ctx, db.ws.parentThread).QueryRowContext(ctx, parentID, inboxID).Scan(&t)
-			if errors.Is(err, sql.ErrNoRows) {
-				// Retention pruned the message it replies to since the
-				// hold: the draft is sent as held and threads by its own
-				// In-Reply-To and References, like any reply.
-				parentID = ""
-			} else if err != nil {
-				return fmt.Errorf("find parent: %w", err)
-			}
-		}
-		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: parentID, Bcc: d.Bcc,
+		res, err := db.queueTx(ctx, tx, Outgoing{InboxID: inboxID, Raw: raw, ParentID: d.ParentID, Bcc: d.Bcc,
 			Recipients: d.Recipients, Confirmed: d.Confirmed}, db.prepareOutgoing(raw), db.newSendIDs(), &released{approvalID, draftID})
 		if err != nil {
 			return err

@@ -211,13 +211,19 @@ func (db *DB) queueTx(ctx context.Context, tx *sql.Tx, o Outgoing, p *prepared, 
 	now := db.now()
 	threadID, match := "", thread.MatchNew
 	if o.ParentID != "" {
-		if err := tx.StmtContext(ctx, db.ws.parentThread).QueryRowContext(ctx, o.ParentID, o.InboxID).Scan(&threadID); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
-			}
+		err := tx.StmtContext(ctx, db.ws.parentThread).QueryRowContext(ctx, o.ParentID, o.InboxID).Scan(&threadID)
+		switch {
+		case err == nil:
+			match = thread.MatchReplyToMessageID
+		case errors.Is(err, sql.ErrNoRows) && approval != nil:
+			// Retention pruned the message it replies to while the send
+			// was held: it goes as held and threads by its own
+			// In-Reply-To and References, like any reply.
+		case errors.Is(err, sql.ErrNoRows):
+			return SendResult{}, fmt.Errorf("parent %s: %w", o.ParentID, ErrNotFound)
+		default:
 			return SendResult{}, fmt.Errorf("find parent: %w", err)
 		}
-		match = thread.MatchReplyToMessageID
 	}
 	// Step 5 of SPEC §4 applies to outbound messages too.
 	var links []string
