@@ -158,6 +158,9 @@ func TestSearch(t *testing.T) {
 		{"sender@example.com", []string{en.MessageID, ru.MessageID, ja.MessageID, de.MessageID}},
 		{`a AND OR NOT ( ) * : ^ -`, nil}, // FTS5 syntax is literal text, never a 500
 		{"NEAR(quarterly summary)", nil},
+		{"!!!", nil}, // no word in it: nothing matches, not everything
+		{"* -", nil},
+		{"Die\x00Lieferung", []string{de.MessageID}}, // a NUL separates words, never a 500
 	}
 	for _, c := range cases {
 		ids, _, _ := page(t, e, e.admin, e.path("/inboxes/%s/messages?q=%s", e.boot.Inbox.ID, url.QueryEscape(c.q)))
@@ -168,6 +171,11 @@ func TestSearch(t *testing.T) {
 	ids, _, _ := page(t, e, e.admin, e.path("/inboxes/%s/threads?q=%s", e.boot.Inbox.ID, url.QueryEscape("Donnerstag")))
 	if len(ids) != 1 || ids[0] != de.ThreadID {
 		t.Errorf("thread search: %v", ids)
+	}
+	for _, q := range []string{"!!!", "Donner\x00stag"} {
+		if ids, _, _ := page(t, e, e.admin, e.path("/inboxes/%s/threads?q=%s", e.boot.Inbox.ID, url.QueryEscape(q))); len(ids) != 0 {
+			t.Errorf("thread search q=%q: %v, want none", q, ids)
+		}
 	}
 	// q is ignored on the thread-messages route.
 	ids, _, _ = page(t, e, e.admin, e.path("/inboxes/%s/threads/%s/messages?q=nothing", e.boot.Inbox.ID, de.ThreadID))

@@ -19,6 +19,9 @@ import (
 // newest first by created_at then id, strictly after the position after.
 // direction ("inbound", "outbound" or "") and q filter.
 func (db *DB) InboxPage(ctx context.Context, inboxID string, q Query, direction string, after *TimeKey, limit int) ([]Message, error) {
+	if q.none {
+		return nil, nil
+	}
 	if !q.Empty() {
 		return db.searchMessages(ctx, inboxID, q, direction, after, limit)
 	}

@@ -20,8 +20,12 @@ var ErrQueryNotUTF8 = errors.New("search is not valid UTF-8")
 
 // Query is a parsed search (SPEC §5.5). The zero Query matches everything.
 type Query struct {
-	match string // FTS5 MATCH expression; "" = no search
-	raw   string
+	match string // FTS5 MATCH expression; "" = no search, unless none
+	// none marks a search for text without a letter or digit ("!!!",
+	// "*"): nothing indexed can match it, and dropping it would answer
+	// everything instead.
+	none bool
+	raw  string
 }
 
 // words is the query's words under a column filter: they match the
@@ -39,7 +43,7 @@ func (q Query) inInbox(inboxID, direction string) string {
 }
 
 // Empty reports whether the query filters nothing.
-func (q Query) Empty() bool { return q.match == "" }
+func (q Query) Empty() bool { return q.match == "" && !q.none }
 
 // String returns the text the query was parsed from.
 func (q Query) String() string { return q.raw }
@@ -64,6 +68,9 @@ func ParseQuery(text string) (Query, error) {
 		if !strings.ContainsFunc(term, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) {
 			return // nothing the tokenizer would index
 		}
+		// SQLite ends an FTS5 string at a NUL; the tokenizer separates
+		// words there, so a space searches the same.
+		term = strings.ReplaceAll(term, "\x00", " ")
 		t := `"` + strings.ReplaceAll(strings.TrimSpace(message.SearchText(term)), `"`, `""`) + `"`
 		if prefix {
 			t += "*"
@@ -79,5 +86,6 @@ func ParseQuery(text string) (Query, error) {
 			add(w, false)
 		}
 	}
-	return Query{match: strings.Join(terms, " AND "), raw: text}, nil
+	none := len(terms) == 0 && strings.TrimSpace(text) != ""
+	return Query{match: strings.Join(terms, " AND "), none: none, raw: text}, nil
 }

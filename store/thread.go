@@ -82,6 +82,9 @@ func (db *DB) ListThreads(ctx context.Context, inboxID string, q Query, after *T
 	if q.Empty() {
 		return db.threadsAfter(ctx, db.r, inboxID, after, limit, "", nil)
 	}
+	if q.none {
+		return nil, nil
+	}
 	if err := db.awaitSearch(ctx); err != nil {
 		return nil, err
 	}
