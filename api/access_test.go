@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -110,6 +111,52 @@ func TestKeysAPI(t *testing.T) {
 	r = e.do(e.admin, "POST", e.path("/keys"), `{"name":"x","scopes":["root"]}`)
 	if r.status != 400 {
 		t.Errorf("unknown scope: %d %s", r.status, r.body)
+	}
+}
+
+// A key's last_used_at is the time of its last use, kept to the minute.
+func TestKeyLastUsed(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := e.do(e.admin, "POST", e.path("/keys"), `{"name":"agent","scopes":["messages:read"]}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	k := r.json(t)
+	token, id := k["token"].(string), k["id"].(string)
+	lastUsed := func() any {
+		t.Helper()
+		for _, x := range e.get(e.admin, e.path("/keys")).json(t)["data"].([]any) {
+			if x := x.(map[string]any); x["id"] == id {
+				return x["last_used_at"]
+			}
+		}
+		t.Fatalf("key %s not listed", id)
+		return nil
+	}
+	if got := lastUsed(); got != nil {
+		t.Fatalf("unused key: last_used_at %v", got)
+	}
+	use := func() {
+		t.Helper()
+		if r := e.get(token, e.path("/inboxes/%s/messages", e.boot.Inbox.ID)); r.status != 200 {
+			t.Fatalf("use: %d %s", r.status, r.body)
+		}
+	}
+	first := e.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	use()
+	if got := lastUsed(); got != first {
+		t.Fatalf("last_used_at after use = %v, want %s", got, first)
+	}
+	e.clock.Advance(30 * time.Second)
+	use()
+	if got := lastUsed(); got != first {
+		t.Errorf("last_used_at 30 s later = %v, want %s (written once a minute)", got, first)
+	}
+	e.clock.Advance(31 * time.Second)
+	later := e.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	use()
+	if got := lastUsed(); got != later {
+		t.Errorf("last_used_at a minute later = %v, want %s", got, later)
 	}
 }
 

@@ -200,15 +200,47 @@ func (db *DB) Authenticate(ctx context.Context, h TokenHash) (Key, int64, error)
 	if err != nil {
 		return Key{}, 0, err
 	}
-	if k, ok := db.keys.get(h, version); ok {
-		return k, version, nil
+	k, cached := db.keys.get(h, version)
+	if !cached {
+		if k, err = db.keyByHash(ctx, h[:]); err != nil {
+			return Key{}, 0, err
+		}
 	}
-	k, err := db.keyByHash(ctx, h[:])
-	if err != nil {
-		return Key{}, 0, err
+	// Recording the use commits, which ends this version: the key is
+	// cached by the next check, at the version that write made.
+	if !db.noteKeyUse(ctx, k) && !cached {
+		db.keys.put(h, version, k)
 	}
-	db.keys.put(h, version, k)
 	return k, version, nil
+}
+
+// keyUseInterval is how stale a key's last_used_at may get: a key in
+// steady use costs one write per interval, not one per request.
+const keyUseInterval = time.Minute
+
+// noteKeyUse records that k was used now (SPEC §5.4 last_used_at) when
+// the time it shows is more than keyUseInterval old. One request per key
+// and interval writes it; a write that fails is logged and the request
+// goes on, since a key's use is not worth refusing it for. It reports
+// whether it wrote.
+func (db *DB) noteKeyUse(ctx context.Context, k Key) bool {
+	now := db.now()
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < keyUseInterval {
+		return false
+	}
+	at := ms(now)
+	if prev, loaded := db.keyUses.LoadOrStore(k.ID, at); loaded {
+		if at-prev.(int64) < keyUseInterval.Milliseconds() {
+			return false // written lately, by this request's neighbours
+		}
+		if !db.keyUses.CompareAndSwap(k.ID, prev, at) {
+			return false // another request of this key writes it
+		}
+	}
+	if _, err := db.w.ExecContext(context.WithoutCancel(ctx), `UPDATE api_keys SET last_used_at = ?1 WHERE id = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)`, at, k.ID); err != nil {
+		db.log.Warn("record key use", "key", k.ID, "err", err)
+	}
+	return true
 }
 
 // maxCachedKeys bounds the key cache; only keys that exist are cached, so

@@ -17,8 +17,12 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := HashToken(tok)
+	// The first use records last_used_at, a commit; the next check caches.
+	if _, _, err := db.Authenticate(ctx, h); err != nil {
+		t.Fatal(err)
+	}
 	k, v1, err := db.Authenticate(ctx, h)
-	if err != nil || !k.Has("messages:send") {
+	if err != nil || !k.Has("messages:send") || k.LastUsedAt == nil {
 		t.Fatalf("key: %+v %v", k, err)
 	}
 	if v, _ := db.DataVersion(ctx); v != v1 {

@@ -196,6 +196,8 @@ type DB struct {
 	readStmts map[string]*sql.Stmt // queries of the read path, prepared on first use
 
 	keys keyCache // Authenticate's
+	// keyUses holds, per key id, the unix ms noteKeyUse last wrote.
+	keyUses sync.Map
 
 	changeMu sync.Mutex
 	// changed[i] is closed and replaced by a commit that wakes bit i of a
