@@ -119,30 +119,34 @@ func TestEventsScanAndWait(t *testing.T) {
 	}
 }
 
-// A cursor that names an event the log no longer keeps (retention
-// pruned it) is invalid_cursor;
-// one that names a retained event reads on.
+// A cursor behind events retention removed unread is invalid_cursor (its
+// reader missed them); one at the last pruned event missed nothing and
+// reads on (SPEC §8: valid for the retention period), as does one at a
+// retained event.
 func TestEventCursorOlderThanTheLog(t *testing.T) {
 	e := newEnv(t)
 	ib := e.boot.Inbox.ID
-	for i := range 3 {
+	for i := range 4 {
 		e.deliver(ib, rawMail(fmt.Sprintf("r%d@x", i), "s", "b"))
 	}
 	c := e.caller(nil, "events:read", "messages:read")
-	first, err := e.app.Events(e.ctx, c, EventsParams{Limit: "1"})
-	if err != nil {
-		t.Fatal(err)
+	var cursors []string // after each of the first three events
+	for after := ""; len(cursors) < 3; {
+		p, err := e.app.Events(e.ctx, c, EventsParams{Limit: "1", After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = p.Next
+		cursors = append(cursors, after)
 	}
-	second, err := e.app.Events(e.ctx, c, EventsParams{Limit: "1", After: first.Next})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := e.db.PruneEvents(e.ctx, e.clock.Now().Add(time.Hour), 1); err != nil || n != 1 {
+	if n, err := e.db.PruneEvents(e.ctx, e.clock.Now().Add(time.Hour), 2); err != nil || n != 2 {
 		t.Fatalf("prune: %d %v", n, err)
 	}
-	_, err = e.app.Events(e.ctx, c, EventsParams{After: first.Next})
+	_, err := e.app.Events(e.ctx, c, EventsParams{After: cursors[0]})
 	wantError(t, err, EInvalidCursor, "after")
-	if p, err := e.app.Events(e.ctx, c, EventsParams{After: second.Next}); err != nil || len(p.Events) != 1 {
-		t.Errorf("a retained position: %+v %v", p, err)
+	for i, want := range map[int]int{1: 2, 2: 1} {
+		if p, err := e.app.Events(e.ctx, c, EventsParams{After: cursors[i]}); err != nil || len(p.Events) != want {
+			t.Errorf("after the %d. event: %+v %v, want %d events", i+1, p, err, want)
+		}
 	}
 }

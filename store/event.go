@@ -269,13 +269,16 @@ func (db *DB) EventLog(ctx context.Context, f EventFilter, limit int) (EventPage
 }
 
 // IsEventPosition reports whether seq is a position in the project's
-// log: 0, before its first event, or the seq of one of its events.
+// log: 0, before its first event, the seq of one of its events, or that
+// of the last event retention removed from it (a reader there has missed
+// nothing, and reads on from the oldest event retained).
 func (db *DB) IsEventPosition(ctx context.Context, projectID string, seq int64) (bool, error) {
 	if seq == 0 {
 		return true, nil
 	}
 	var ok bool
-	if err := db.readRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE seq = ? AND project_id = ?)`, seq, projectID).Scan(&ok); err != nil {
+	if err := db.readRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE seq = ?1 AND project_id = ?2)
+		OR ?1 = (SELECT events_pruned_through FROM projects WHERE id = ?2)`, seq, projectID).Scan(&ok); err != nil {
 		return false, fmt.Errorf("event position: %w", err)
 	}
 	return ok, nil
@@ -397,6 +400,9 @@ func pruneProjectEvents(ctx context.Context, tx *sql.Tx, projectID string, cutof
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE events_floor SET seq = max(seq, ?)`, through); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE projects SET events_pruned_through = max(events_pruned_through, ?) WHERE id = ?`, through, projectID); err != nil {
 		return 0, err
 	}
 	return cut, nil

@@ -55,8 +55,12 @@ func TestPruneEvents(t *testing.T) {
 	if events != 3 || deliveries != 3 {
 		t.Errorf("%d events and %d webhook deliveries left, want 3 and 3", events, deliveries)
 	}
-	if ok, err := db.IsEventPosition(ctx, b.ProjectID, old); err != nil || ok {
-		t.Errorf("a pruned event is still a position: %v %v", ok, err)
+	// A reader at the last pruned event missed nothing; one before it did.
+	if ok, err := db.IsEventPosition(ctx, b.ProjectID, old); err != nil || !ok {
+		t.Errorf("the last pruned event is not a position: %v %v", ok, err)
+	}
+	if ok, err := db.IsEventPosition(ctx, b.ProjectID, old-1); err != nil || ok {
+		t.Errorf("an earlier pruned event is still a position: %v %v", ok, err)
 	}
 	if last, _ := db.LastEventSeq(ctx, b.ProjectID); last <= old {
 		t.Errorf("the young events are gone: last %d", last)

@@ -1,4 +1,4 @@
--- user_version = 19
+-- user_version = 20
 
 -- index approvals_inbox
 CREATE INDEX approvals_inbox ON approvals(inbox_id, requested_at DESC, id DESC);
@@ -272,7 +272,7 @@ CREATE TABLE projects (
 	id         TEXT PRIMARY KEY,
 	name       TEXT NOT NULL,
 	created_at INTEGER NOT NULL
-) STRICT;
+, events_pruned_through INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- table raw_chunks
 CREATE TABLE raw_chunks (
