@@ -178,7 +178,7 @@ func TestIdempotency(t *testing.T) {
 func TestApprovalGate(t *testing.T) {
 	e := newEnv(t, Config{})
 	ib := e.boot.Inbox.ID
-	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_external","allowed_domains":["partner.example"]}`); r.status != 200 {
+	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_external","allowed_domains":["Partner.EXAMPLE"]}`); r.status != 200 || !strings.Contains(string(r.body), `"allowed_domains":["partner.example"]`) {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
 	agent := e.key([]string{"messages:send", "messages:read", "approvals:read"}, nil)
@@ -187,6 +187,9 @@ func TestApprovalGate(t *testing.T) {
 	// Allowed domain and local inboxes pass.
 	if r := e.sendReq(agent, ib, "", `{"to":["x@partner.example"],"text":"ok"}`); r.json(t)["result"] != "queued" {
 		t.Fatalf("allowed domain: %s", r.body)
+	}
+	if r := e.sendReq(agent, ib, "", `{"to":["y@PARTNER.example"],"text":"ok"}`); r.json(t)["result"] != "queued" {
+		t.Fatalf("allowed domain in capitals: %s", r.body)
 	}
 	r := e.sendReq(agent, ib, "k1", `{"to":["ceo@bigcorp.example"],"subject":"Deal","text":"Sign here"}`)
 	held := r.json(t)

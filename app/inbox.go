@@ -71,10 +71,11 @@ func (in *InboxInput) validatePatchable() error {
 		return Invalidf("send_policy", "send_policy must be allow, approve_all or approve_external.")
 	}
 	if in.AllowedDomains != nil {
-		for _, d := range *in.AllowedDomains {
+		for i, d := range *in.AllowedDomains {
 			if !validDomain(d) {
 				return Invalidf("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
 			}
+			(*in.AllowedDomains)[i] = strings.ToLower(d) // domains are case-insensitive
 		}
 	}
 	return nil

@@ -320,7 +320,8 @@ func (a *App) plan(ctx context.Context, ib store.Inbox, out *store.Outgoing, rcp
 		}
 		if r.Route != "local" {
 			_, d, _ := strings.Cut(strings.ToLower(r.Email), "@")
-			external = external || !slices.Contains(ib.AllowedDomains, d)
+			// EqualFold: inboxes made before allowed_domains were lowercased.
+			external = external || !slices.ContainsFunc(ib.AllowedDomains, func(a string) bool { return strings.EqualFold(a, d) })
 		}
 		if r.Route == "relay" && a.send.RelayRewritesMessageIDs {
 			out.Confirmed = false // final once the relay answers (SPEC §4)
