@@ -59,11 +59,21 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range []struct {
 		desc  *prometheus.Desc
 		count func(context.Context) (map[string]int64, error)
-	}{{q.mail, q.db.DeliveryCounts}, {q.hooks, q.db.WebhookDeliveryCounts}} {
+		// every status is shown, at 0 when no row has it: a queue that
+		// drains keeps its series for alerts and rate().
+		statuses []string
+	}{
+		{q.mail, q.db.DeliveryCounts, []string{store.StatusQueued, store.StatusSending, store.StatusSent, store.StatusDelivered,
+			store.StatusDeferred, store.StatusBounced, store.StatusFailed, store.StatusCaptured}},
+		{q.hooks, q.db.WebhookDeliveryCounts, []string{"pending", "delivered", "failed"}},
+	} {
 		counts, err := c.count(ctx)
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(c.desc, err)
 			continue
+		}
+		for _, s := range c.statuses {
+			counts[s] += 0
 		}
 		for status, n := range counts {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), status)

@@ -78,6 +78,14 @@ func TestMetricsCountTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A made-up method is counted as "other", not as a series of its own.
+	if req, err := http.NewRequest("FOO1", "http://"+s.http+"/v1/me", nil); err != nil {
+		t.Fatal(err)
+	} else if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 	if resp, err := http.Get("http://" + s.http + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics beside the API with --metrics-addr: %v %v", resp.StatusCode, err)
 	}
@@ -141,6 +149,25 @@ func TestMetricsCountTraffic(t *testing.T) {
 	for _, r := range []string{"sent", "deferred", "bounced", "failed"} {
 		if got, ok := m[`inboxd_outbound_attempts_total{result="`+r+`"}`]; !ok || got != 0 {
 			t.Errorf("outbound attempts %s = %v (present %v), want 0", r, got, ok)
+		}
+	}
+	other := false
+	for name := range m {
+		if strings.Contains(name, "FOO1") {
+			t.Errorf("a client's method is a label value: %s", name)
+		}
+		other = other || strings.HasPrefix(name, "inboxd_http_request_duration_seconds_count{") && strings.Contains(name, `method="other"`)
+	}
+	if !other {
+		t.Error(`no request counted with method="other"`)
+	}
+	// Every queue status is shown, at 0 when empty.
+	for name, want := range map[string]float64{
+		`inboxd_webhook_deliveries{status="pending"}`: 0, `inboxd_webhook_deliveries{status="failed"}`: 0,
+		`inboxd_outbound_deliveries{status="queued"}`: 0, `inboxd_outbound_deliveries{status="bounced"}`: 0,
+	} {
+		if got, ok := m[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
 	if m[`inboxd_database_size_bytes`] <= 0 {

@@ -71,10 +71,16 @@ func answerWhileOpening(hostname string, ls ...openingListener) (stop func()) {
 		if err != nil {
 			return
 		}
-		body := `{"error":{"code":"temporarily_unavailable","message":"The server is opening its database (an upgrade may take minutes); try again later."}}` + "\n"
-		resp := &http.Response{StatusCode: http.StatusServiceUnavailable, ProtoMajor: 1, ProtoMinor: 1, Request: req, Close: true,
-			Header: http.Header{"Content-Type": {"application/json"}, "Retry-After": {openingRetryAfter}},
-			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}
+		status, body := http.StatusServiceUnavailable, `{"error":{"code":"temporarily_unavailable","message":"The server is opening its database (an upgrade may take minutes); try again later."}}`+"\n"
+		header := http.Header{"Content-Type": {"application/json"}, "Retry-After": {openingRetryAfter}}
+		if req.URL.Path == "/healthz" {
+			// Liveness: the process is alive, so a probe does not restart
+			// it in the middle of a migration (readiness is /readyz).
+			status, body = http.StatusOK, `{"status":"ok"}`+"\n"
+			header.Del("Retry-After")
+		}
+		resp := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Request: req, Close: true,
+			Header: header, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}
 		resp.Write(c)
 	}
 	for _, ol := range ls {

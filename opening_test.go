@@ -58,6 +58,15 @@ func TestAnswerWhileOpening(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("HTTP while opening: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
+	// Liveness holds while opening: a probe must not restart a migration.
+	resp, err = http.Get("http://" + httpLn.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz while opening: %d, want 200", resp.StatusCode)
+	}
 
 	stop()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}

@@ -55,8 +55,19 @@ func (m *Metrics) measure(route func(*http.Request) string, h http.Handler) http
 			if code == 0 {
 				code = http.StatusOK
 			}
-			m.requests.WithLabelValues(route(r), r.Method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+			m.requests.WithLabelValues(route(r), methodLabel(r.Method), strconv.Itoa(code)).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(ww, r)
 	})
+}
+
+// methodLabel bounds the method label: a client may send any token as
+// its method, and each one would be a series of its own.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
