@@ -224,14 +224,22 @@ func parseAddressList(v string) []Address {
 		}
 		return out
 	}
-	for _, item := range splitAddressList(v) {
-		item = strings.TrimSpace(item)
+	items := splitAddressList(v)
+	for i := 0; i < len(items); i++ {
+		item := strings.TrimSpace(items[i])
 		if item == "" {
 			continue
 		}
 		if a, err := gomail.ParseAddress(item); err == nil {
 			out = append(out, Address{Email: a.Address, Name: decodeName(a.Name)})
 			continue
+		}
+		// QUIRK: "Doe, John <j@x>": an unquoted comma in a display name
+		// parts it from its address; a piece without an address joins the
+		// pieces after it until one has one.
+		for !strings.Contains(item, "@") && i+1 < len(items) {
+			i++
+			item += "," + items[i]
 		}
 		// QUIRK: several "Name <addr>" without commas between them.
 		for _, seg := range splitAngleGroups(item) {
