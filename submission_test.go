@@ -152,3 +152,23 @@ func TestAcceptAnyKeepsSubmission(t *testing.T) {
 		t.Fatalf("no grant: %v", err)
 	}
 }
+
+// An authenticated submitter may address the world, but an unknown
+// address of a domain served here is 550 5.1.1 as for anyone (SPEC §2),
+// never captured or relayed as if it were elsewhere.
+func TestSubmissionToAnUnknownLocalAddress(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data, "--smtp-auth-insecure")
+	err := submit(s.smtp, adminKey(t, data), []string{"nobody@localhost"}, "From: inbox@localhost\r\nSubject: out\r\n\r\nx\r\n")
+	var se *gosmtp.SMTPError
+	if !errors.As(err, &se) || se.Code != 550 || se.EnhancedCode != (gosmtp.EnhancedCode{5, 1, 1}) {
+		t.Fatalf("unknown local address: %v, want 550 5.1.1", err)
+	}
+	self, err := s.srv.db.InboxByAddress(context.Background(), "inbox@localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, _ := s.srv.db.InboxMessages(context.Background(), self.ID); len(sent) != 0 {
+		t.Fatalf("stored %+v", sent)
+	}
+}

@@ -332,16 +332,17 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	defer cancel()
 	t, err := ss.s.resolve(ctx, sent)
 	// (An address the accept policy creates an inbox for is local.)
-	if ss.key != nil && ss.s.cfg.Submitter != nil && errors.Is(err, errUnknownRecipient) {
-		// An authenticated submitter may address the world; the send path
-		// decides each recipient's route.
+	if errors.Is(err, errUnknownRecipient) {
+		err = ss.s.refusal(ctx, domain)
+	}
+	if ss.key != nil && ss.s.cfg.Submitter != nil && errors.Is(err, errRelayDenied) {
+		// An authenticated submitter may address the world (not an
+		// unknown address of a domain served here: that is 550 5.1.1);
+		// the send path decides each recipient's route.
 		ss.external = true
 		ss.rcpts = append(ss.rcpts, to)
 		ss.lc.beginTx()
 		return nil
-	}
-	if errors.Is(err, errUnknownRecipient) {
-		err = ss.s.refusal(ctx, domain)
 	}
 	if err != nil {
 		return ss.s.reply("rcpt", err)
