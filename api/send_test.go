@@ -175,6 +175,35 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
+// A repeat answers as the first send did even when the request would no
+// longer be valid: a reply whose parent was deleted since still replays,
+// and an expired key is idempotency_expired, not the validation's error.
+func TestIdempotentReplayIsNotValidatedAgain(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	parent := e.deliver(ib, rawMail("parent@x", "Question", "Can you?"))
+	body := `{"reply_to_message_id":"` + parent.MessageID + `","text":"Yes."}`
+	first := e.sendReq(e.admin, ib, "reply-1", body)
+	if first.status != 202 {
+		t.Fatalf("reply: %d %s", first.status, first.body)
+	}
+	if r := e.do(e.admin, "DELETE", e.path("/inboxes/%s/messages/%s", ib, parent.MessageID), ""); r.status != 200 {
+		t.Fatalf("delete parent: %d %s", r.status, r.body)
+	}
+	r := e.sendReq(e.admin, ib, "reply-1", body)
+	if r.status != 202 || r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.body, first.body) {
+		t.Fatalf("replay after the parent's deletion: %d %v %s", r.status, r.header, r.body)
+	}
+	if n := e.outboundCount(ib); n != 1 {
+		t.Fatalf("%d messages sent", n)
+	}
+	e.clock.Advance(30*24*time.Hour + time.Second)
+	r = e.sendReq(e.admin, ib, "reply-1", body)
+	if r.status != 422 || r.json(t)["error"].(map[string]any)["code"] != "idempotency_expired" {
+		t.Fatalf("expired: %d %s", r.status, r.body)
+	}
+}
+
 func TestApprovalGate(t *testing.T) {
 	e := newEnv(t, Config{})
 	ib := e.boot.Inbox.ID

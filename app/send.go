@@ -105,6 +105,11 @@ func (a *App) Send(ctx context.Context, c Caller, inboxID string, idem *Idempote
 			return SendResult{}, Errorf(ETemporarilyUnavailable, "A matching send is already in progress.")
 		}
 		defer a.flight.end(flight)
+		// A repeat answers as the first send did, before the request is
+		// validated again: what made it valid may be gone (SPEC §6).
+		if res, err := a.db.Replay(ctx, c.ProjectID, *key); !errors.Is(err, store.ErrNotFound) {
+			return sendOutcome(res, err, idem)
+		}
 	}
 	var in SendInput
 	if err := decode(&in); err != nil {
@@ -115,6 +120,11 @@ func (a *App) Send(ctx context.Context, c Caller, inboxID string, idem *Idempote
 		return SendResult{}, err
 	}
 	res, err := a.db.Send(ctx, store.SendRequest{ProjectID: c.ProjectID, Idempotency: key, Out: out, Hold: hold})
+	return sendOutcome(res, err, idem)
+}
+
+// sendOutcome is the answer to a send that got res and err from the store.
+func sendOutcome(res store.SendResult, err error, idem *Idempotency) (SendResult, error) {
 	switch {
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		return SendResult{}, &Error{Code: EIdempotencyConflict, Message: "This " + idem.Param + " was used with a different request.", Param: idem.Param}

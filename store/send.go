@@ -143,28 +143,46 @@ func (db *DB) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 	return res, nil
 }
 
+// Replay answers a send with an idempotency key that a first send used
+// before, without the request: its stored result (Replayed),
+// ErrIdempotencyConflict or ErrIdempotencyExpired, as Send would; or
+// ErrNotFound for a key not used yet. A caller checks before it validates
+// the request, so that a replay answers as stored even when the request
+// would no longer be valid (its parent deleted since).
+func (db *DB) Replay(ctx context.Context, projectID string, idem Idempotency) (SendResult, error) {
+	return db.replay(db.readRow(ctx, sqlFindIdempotencyKey, projectID, idem.Key), idem)
+}
+
+// replay reads a row of sqlFindIdempotencyKey for idem (see Replay).
+func (db *DB) replay(row *sql.Row, idem Idempotency) (SendResult, error) {
+	var hash, stored []byte
+	var created int64
+	switch err := row.Scan(&hash, &stored, &created); {
+	case errors.Is(err, sql.ErrNoRows):
+		return SendResult{}, ErrNotFound
+	case err != nil:
+		return SendResult{}, fmt.Errorf("find idempotency key: %w", err)
+	}
+	if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
+		return SendResult{}, ErrIdempotencyExpired
+	}
+	if subtle.ConstantTimeCompare(hash, idem.Hash) != 1 {
+		return SendResult{}, ErrIdempotencyConflict
+	}
+	var res SendResult
+	if err := json.Unmarshal(stored, &res); err != nil {
+		return SendResult{}, fmt.Errorf("idempotency key %q: %w", idem.Key, err)
+	}
+	res.Replayed = true
+	return res, nil
+}
+
 // sendTx is one send inside a batch's transaction.
 func (db *DB) sendTx(ctx context.Context, tx *sql.Tx, req SendRequest, p *prepared, ids sendIDs) (SendResult, error) {
 	if req.Idempotency != nil {
-		var hash, stored []byte
-		var created int64
-		err := tx.StmtContext(ctx, db.ws.findIdempotencyKey).QueryRowContext(ctx, req.ProjectID, req.Idempotency.Key).Scan(&hash, &stored, &created)
-		switch {
-		case err == nil:
-			if db.now().Sub(fromMS(created)) >= IdempotencyRetention {
-				return SendResult{}, ErrIdempotencyExpired
-			}
-			if subtle.ConstantTimeCompare(hash, req.Idempotency.Hash) != 1 {
-				return SendResult{}, ErrIdempotencyConflict
-			}
-			var res SendResult
-			if err := json.Unmarshal(stored, &res); err != nil {
-				return SendResult{}, fmt.Errorf("idempotency key %q: %w", req.Idempotency.Key, err)
-			}
-			res.Replayed = true
-			return res, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return SendResult{}, fmt.Errorf("find idempotency key: %w", err)
+		row := tx.StmtContext(ctx, db.ws.findIdempotencyKey).QueryRowContext(ctx, req.ProjectID, req.Idempotency.Key)
+		if res, err := db.replay(row, *req.Idempotency); !errors.Is(err, ErrNotFound) {
+			return res, err
 		}
 	}
 	var res SendResult
