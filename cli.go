@@ -61,6 +61,10 @@ func inboxesCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if len(args) == 0 {
 		return errors.New("usage: inboxd inboxes create|list|delete")
 	}
+	if isHelp(args[0]) {
+		printGroupUsage(stdout, "inboxes")
+		return nil
+	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("inboxes "+sub, flag.ContinueOnError)
 	switch sub {
@@ -129,6 +133,10 @@ func inboxesCmd(ctx context.Context, args []string, getenv func(string) string, 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("usage: inboxd keys create|list|revoke")
+	}
+	if isHelp(args[0]) {
+		printGroupUsage(stdout, "keys")
+		return nil
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)

@@ -206,21 +206,23 @@ func envName(flagName string) string {
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		return flagError(fs, err)
+	}
+	// Variables only for the flags the command line left alone: a
+	// repeatable flag given both ways takes the command line's values, not
+	// both.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if v := getenv(envName(f.Name)); v != "" && err == nil {
+		if v := getenv(envName(f.Name)); v != "" && !given[f.Name] && err == nil {
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("%s: %w", envName(f.Name), serr)
 			}
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if err := fs.Parse(args); err != nil {
-		return flagError(fs, err)
-	}
-	return nil
+	return err
 }
 
 func (c *Config) validate() error {

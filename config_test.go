@@ -41,3 +41,21 @@ func TestRetentionFlagsTakeDays(t *testing.T) {
 		t.Errorf("defaults: event retention %v, retention %v, %v", c.EventRetention, c.Retention, err)
 	}
 }
+
+// The command line wins over INBOXD_* variables, also for a repeatable
+// flag: given both ways it takes the command line's values only.
+func TestCommandLineWinsOverEnvironment(t *testing.T) {
+	env := map[string]string{"INBOXD_DOMAIN": "a.test", "INBOXD_ACCEPT": "domain", "INBOXD_SMTP_ADDR": "127.0.0.1:2600"}
+	getenv := func(k string) string { return env[k] }
+	c, _, err := serveConfig([]string{"--domain", "b.test", "--smtp-addr", "127.0.0.1:2601"}, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Domains) != 1 || c.Domains[0] != "b.test" || c.SMTPAddr != "127.0.0.1:2601" || c.Accept != "domain" {
+		t.Errorf("domains %v, smtp %s, accept %s; want [b.test], 127.0.0.1:2601, domain", c.Domains, c.SMTPAddr, c.Accept)
+	}
+	c, _, err = serveConfig(nil, getenv, io.Discard)
+	if err != nil || len(c.Domains) != 1 || c.Domains[0] != "a.test" {
+		t.Errorf("from the environment alone: %v %v", c.Domains, err)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -74,6 +76,21 @@ var synopsis = map[string]string{
 	"backup":         "inboxd backup FILE [flags]",
 	"healthcheck":    "inboxd healthcheck [flags]",
 	"mcp":            "inboxd mcp --url URL --key KEY [flags]",
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// printGroupUsage prints the usage lines of a command group's commands
+// ("inboxes": create, list, delete), for "inboxd inboxes --help".
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintln(w, "Usage:")
+	for _, name := range slices.Sorted(maps.Keys(synopsis)) {
+		if strings.HasPrefix(name, group+" ") {
+			fmt.Fprintf(w, "  %s\n", synopsis[name])
+		}
+	}
+	fmt.Fprintf(w, "\nEach command's flags: inboxd %s COMMAND --help\n", group)
 }
 
 func (h *helpRequested) print(w io.Writer) {

@@ -23,6 +23,8 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"serve", "--help"}, []string{"Usage:\n  inboxd [serve] [flags]", "--http-addr"}},
 		{[]string{"inboxes", "create", "--help"}, []string{"inboxd inboxes create ADDRESS", "--display-name", "--data (INBOXD_DATA"}},
 		{[]string{"keys", "create", "--help"}, []string{"--scopes"}},
+		{[]string{"keys", "--help"}, []string{"inboxd keys create", "inboxd keys list", "inboxd keys revoke KEY_ID"}},
+		{[]string{"inboxes", "-h"}, []string{"inboxd inboxes create ADDRESS", "inboxd inboxes delete", "inboxd inboxes list"}},
 		{[]string{"send", "--help"}, []string{"inboxd send --to ADDRESS", "--idempotency-key"}},
 		{[]string{"backup", "--help"}, []string{"inboxd backup FILE"}},
 		{[]string{"mcp", "--help"}, []string{"inboxd mcp --url URL --key KEY", "--key (INBOXD_KEY"}},
