@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -61,6 +62,8 @@ func decodeError(err error) error {
 		return errBodyTimeout
 	case errors.As(err, &syntax):
 		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
+	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[app.AddressInput]():
+		return app.Invalidf(typ.Field, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, typ.Field, typ.Value)
 	case errors.As(err, &typ):
 		return app.Invalidf(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF):

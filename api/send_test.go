@@ -95,6 +95,8 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"bad base64", `{"to":["a@b.c"],"attachments":[{"filename":"a","content_base64":"!!!"}]}`, 400, "invalid_request", "attachments[0].content_base64"},
 		{"unknown field", `{"to":["a@b.c"],"from":"ceo@x"}`, 400, "invalid_request", "from"},
 		{"wrong type", `{"to":"a@b.c"}`, 400, "invalid_request", "to"},
+		{"address of the wrong type", `{"to":[5],"text":"t"}`, 400, "invalid_request", "to"},
+		{"address with an unknown field", `{"to":["a@b.c"],"reply_to":[{"email":"a@b.com","nam":"x"}],"text":"t"}`, 400, "invalid_request", "reply_to"},
 		{"no recipients", `{"text":"t"}`, 400, "invalid_request", "to"},
 		{"parent in another inbox", `{"reply_to_message_id":"` + foreign.MessageID + `","text":"t"}`, 404, "not_found", ""},
 	}

@@ -1,10 +1,11 @@
 package app
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -32,10 +33,28 @@ func (a *AddressInput) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return errors.New(`an address is "a@b", "Name <a@b>" or {"email","name"}`)
+		// A type error, so that encoding/json names the field it is in.
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[AddressInput]()}
 	}
 	*a = AddressInput{Email: o.Email, Name: o.Name}
 	return nil
+}
+
+// jsonKind names the kind of a JSON value for an error message.
+func jsonKind(b []byte) string {
+	switch b = bytes.TrimSpace(b); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "an object with other fields"
+	case b[0] == '[':
+		return "a list"
+	case b[0] == 't' || b[0] == 'f':
+		return "true or false"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // parseNamed splits `Name <a@b>`.

@@ -81,6 +81,9 @@ func (a *App) composeSimulated(ib store.Inbox, in TestInboundInput) ([]byte, err
 		return nil, Invalidf("from", "from must be an address (\"Name <a@b>\", \"a@b\" or {email,name}).")
 	}
 	to := AddressesOf(in.To)
+	if err := validateAddresses("to", to); err != nil {
+		return nil, err
+	}
 	if len(to) == 0 {
 		to = []message.Address{{Email: ib.Address, Name: ib.DisplayName}}
 	}
