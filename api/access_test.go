@@ -168,7 +168,7 @@ func TestErrorsAreEnveloped(t *testing.T) {
 		code, param              string
 	}{
 		{"router 404", "GET", "/v1/nothing-here", "", 404, "not_found", ""},
-		{"router 405", "PUT", e.path("/inboxes"), "", 405, "invalid_request", ""},
+		{"method not taken", "PUT", e.path("/inboxes"), "", 400, "invalid_request", ""},
 		{"malformed json", "POST", e.path("/inboxes"), `{"address":`, 400, "invalid_request", ""},
 		{"wrong type", "POST", e.path("/inboxes"), `{"address":5}`, 400, "invalid_request", "address"},
 		{"unknown field", "POST", e.path("/inboxes"), `{"address":"a@b.c","colour":1}`, 400, "invalid_request", "colour"},

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,11 +20,9 @@ var (
 
 // httpStatus is the HTTP status of an outcome: app's table (SPEC §5.1,
 // shared with the console); anything that is not an *app.Error (nor the
-// store's not-found) is ours: 500.
+// store's not-found) is ours: 500. (A method a path does not take is
+// invalid_request, so 400 like every other: the table has no 405.)
 func httpStatus(err error) int {
-	if errors.Is(err, errMethod) {
-		return http.StatusMethodNotAllowed // SPEC §5.1 has no code of its own for it
-	}
 	return app.HTTPStatus(app.ErrorCode(err))
 }
 

@@ -29,7 +29,7 @@ func TestHTTPStatus(t *testing.T) {
 		{errRateLimited, http.StatusTooManyRequests},
 		{app.Errorf(app.ETemporarilyUnavailable, "x"), http.StatusServiceUnavailable},
 		{errors.New("disk full"), http.StatusInternalServerError},
-		{errMethod, http.StatusMethodNotAllowed},
+		{errMethod, http.StatusBadRequest},
 		{errBodyTimeout, http.StatusBadRequest},
 	} {
 		if got := httpStatus(c.err); got != c.want {
