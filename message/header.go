@@ -23,6 +23,9 @@ const maxHeaderBytes = 1 << 20
 
 var errHeaderTooBig = errors.New("header block exceeds 1 MiB; the rest was read as body")
 
+// errJunkHeaderLine is a header line that is no field, between fields.
+var errJunkHeaderLine = errors.New("a line inside the header is no field; it was skipped")
+
 // readHeader reads a header block (the message's or a part's) leniently and
 // hands a cleaned copy to go-message's textproto reader. Lines that cannot be
 // part of a header are repaired where the intent is clear; otherwise the
@@ -35,8 +38,14 @@ func readHeader(src *lineReader, stop func([]byte) bool) (h textproto.Header, re
 	haveField := false
 	prevEnd := byte(0)
 	first := true
+	var pending []byte // a line read ahead, and its error
+	var pendingErr error
 	for {
-		line, lerr := fullLine(src)
+		line, lerr := pending, pendingErr
+		if pending == nil {
+			line, lerr = fullLine(src)
+		}
+		pending, pendingErr = nil, nil
 		if len(line) == 0 && lerr != nil {
 			break // end of input: a message with only a header
 		}
@@ -77,6 +86,23 @@ func readHeader(src *lineReader, stop func([]byte) bool) (h textproto.Header, re
 			// QUIRK: a continuation line that lost its leading whitespace,
 			// e.g. `name="x.zip"` on its own line after `Content-Type: …;`.
 			clean.WriteByte(' ')
+		case stop == nil && lerr == nil:
+			// A line that is no field. QUIRK: junk inside the message's
+			// header, fields after it (a broken gateway's stray line): the
+			// header goes on past it, so Message-ID and the threading
+			// headers below are kept, and parse_error says a line was
+			// dropped. Else (QUIRK) no blank line between header and
+			// body: the body starts here.
+			next, nerr := fullLine(src)
+			if c := bytes.TrimRight(next, "\r\n"); len(c) > 0 && c[0] != ' ' && c[0] != '\t' && validFieldLine(c) && knownField(c) {
+				if err == nil {
+					err = errJunkHeaderLine
+				}
+				pending, pendingErr = next, nerr
+				continue
+			}
+			rest = append(line, next...)
+			goto done
 		default:
 			// QUIRK: no blank line between header and body; the body starts
 			// here.
@@ -122,6 +148,21 @@ func fullLine(src *lineReader) ([]byte, error) {
 // validFieldLine reports whether line starts with an RFC 5322 §2.2 field
 // name followed by a colon (whitespace before the colon is tolerated, as
 // go-message does).
+// knownFields are header fields of mail that a body line is unlikely to
+// start with ("Note: …" may, "Message-ID: …" hardly): after a line that is
+// no field, one of these says the header goes on.
+var knownFields = []string{"message-id", "in-reply-to", "references", "date", "from", "to", "cc", "bcc",
+	"subject", "reply-to", "sender", "mime-version", "content-type", "content-transfer-encoding",
+	"content-disposition", "received", "return-path", "dkim-signature", "authentication-results"}
+
+// knownField reports whether a field line's name is one of knownFields
+// or an X- field.
+func knownField(line []byte) bool {
+	name, _, _ := bytes.Cut(line, []byte(":"))
+	name = bytes.ToLower(bytes.TrimRight(name, " \t"))
+	return bytes.HasPrefix(name, []byte("x-")) || slices.Contains(knownFields, string(name))
+}
+
 func validFieldLine(line []byte) bool {
 	i := bytes.IndexByte(line, ':')
 	if i <= 0 {

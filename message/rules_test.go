@@ -217,6 +217,17 @@ func TestParseQuirks(t *testing.T) {
 			want(t, p.Subject, "hi")
 			want(t, p.Text, "This is the body\nsecond line\n")
 		}},
+		{"no blank line, a body line like a field", "Subject: hi\nHello Ann,\nNote: see below\n", func(t *testing.T, p *Parsed) {
+			want(t, p.Text, "Hello Ann,\nNote: see below\n")
+			want(t, p.ParseError, "")
+		}},
+		{"junk line inside the header", "Subject: hi\nthis line is garbage\nMessage-ID: <g@x.example>\nIn-Reply-To: <p@x.example>\n\nbody\n", func(t *testing.T, p *Parsed) {
+			want(t, p.Subject, "hi")
+			want(t, strings.Join(p.MessageID, ","), "<g@x.example>")
+			want(t, strings.Join(p.InReplyTo, ","), "<p@x.example>")
+			want(t, p.Text, "body\n")
+			wantContains(t, p.ParseError, "no field")
+		}},
 		{"no header at all", "just text\n", func(t *testing.T, p *Parsed) {
 			want(t, p.Text, "just text\n")
 		}},
