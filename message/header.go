@@ -490,6 +490,18 @@ func parseParams(v string) (string, map[string]string) {
 		// quotes, raw 8-bit values: parse by hand rather than lose the
 		// boundary or the filename.
 		mt, params = parseParamsLenient(v)
+	} else if strings.Contains(v, "*") {
+		// Go drops RFC 2231 pieces in a charset other than UTF-8 and
+		// US-ASCII (filename*=iso-8859-1''caf%E9.txt) without an error:
+		// parameters written that way come from the lenient parse, which
+		// converts every charset.
+		_, lenient := parseParamsLenient(v)
+		lower := strings.ToLower(v)
+		for k, lv := range lenient {
+			if strings.Contains(lower, k+"*") {
+				params[k] = lv
+			}
+		}
 	}
 	for k, pv := range params {
 		params[k] = decodeText(pv)

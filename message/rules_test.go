@@ -303,6 +303,12 @@ func TestParseQuirks(t *testing.T) {
 		{"rfc 2231 in lenient path", "Content-Type: application/pdf; a=\"1\"; a=\"2\"\nContent-Disposition: attachment; filename*0*=utf-8''%C3%A4; filename*1=.pdf; x=(\n\nx", func(t *testing.T, p *Parsed) {
 			want(t, p.Attachments[0].Filename, "ä.pdf")
 		}},
+		{"rfc 2231 in latin-1", "Content-Type: text/plain\nContent-Disposition: attachment; filename*=iso-8859-1'en'caf%E9.txt\n\nx", func(t *testing.T, p *Parsed) {
+			want(t, p.Attachments[0].Filename, "café.txt")
+		}},
+		{"rfc 2231 continuations in windows-1252", "Content-Type: application/pdf; name*0*=windows-1252''%80uro; name*1=.pdf\n\nx", func(t *testing.T, p *Parsed) {
+			want(t, p.Attachments[0].Filename, "€uro.pdf")
+		}},
 		{"bad content type is text", "Content-Type: garbage\n\nhello", func(t *testing.T, p *Parsed) {
 			want(t, p.Text, "hello")
 		}},
