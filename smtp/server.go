@@ -324,6 +324,11 @@ func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 		return errShuttingDown
 	}
 	sent := strings.TrimSpace(to)
+	if strings.Contains(sent, "@") {
+		// A fully qualified domain's root dot (inbox@example.com.) names
+		// the same domain.
+		sent = strings.TrimSuffix(sent, ".")
+	}
 	_, domain, ok := splitAddress(strings.ToLower(sent))
 	if !ok {
 		return errUnknownRecipient

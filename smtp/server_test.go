@@ -382,6 +382,7 @@ func TestRecipientReplies(t *testing.T) {
 		{"external", Config{}, "", "victim@gmail.com", 550, gosmtp.EnhancedCode{5, 7, 1}},
 		{"unknown at an inbox's domain", Config{}, "", "nobody@localhost", 550, gosmtp.EnhancedCode{5, 1, 1}},
 		{"inbox domain case", Config{}, "", "nobody@LocalHost", 550, gosmtp.EnhancedCode{5, 1, 1}},
+		{"inbox domain with its root dot", Config{}, "", "nobody@localhost.", 550, gosmtp.EnhancedCode{5, 1, 1}},
 		{"unknown at --domain", Config{Domains: []string{"agents.test"}}, "", "nobody@agents.test", 550, gosmtp.EnhancedCode{5, 1, 1}},
 		{"accept-any credentials, external", Config{AuthAcceptAny: true}, "anything", "victim@gmail.com", 550, gosmtp.EnhancedCode{5, 7, 1}},
 	}
@@ -403,6 +404,19 @@ func TestRecipientReplies(t *testing.T) {
 				t.Errorf("RCPT %s: %d %v, want %d %v", tt.rcpt, code, ec, tt.code, tt.ec)
 			}
 		})
+	}
+}
+
+// A recipient domain written with its root dot is the same domain: the
+// mail is stored in the inbox.
+func TestRecipientDomainWithRootDot(t *testing.T) {
+	e := start(t, Config{}, nil)
+	c := dial(t, e.addr)
+	if err := send(c, "a@example.com", []string{"inbox@localhost."}, "Subject: dot\r\n\r\nx\r\n"); err != nil {
+		t.Fatalf("inbox@localhost.: %v", err)
+	}
+	if msgs, err := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID); err != nil || len(msgs) != 1 {
+		t.Fatalf("stored %d messages, %v", len(msgs), err)
 	}
 }
 
