@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -87,7 +88,8 @@ func (s *Server) admit(c net.Conn) (*limitConn, string) {
 	lc := &limitConn{Conn: c, s: s, ip: ip}
 	if d := s.cfg.SessionTimeout; d > 0 {
 		lc.end = time.Now().Add(d) // a network deadline: wall clock, not the injectable one
-		c.SetDeadline(lc.end)
+		c.SetReadDeadline(lc.end)
+		c.SetWriteDeadline(lc.end.Add(sessionEndGrace))
 	}
 	s.conns[lc] = struct{}{}
 	if ip.IsValid() {
@@ -317,9 +319,10 @@ func (c *limitConn) clamp(t time.Time) time.Time {
 
 func (c *limitConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.readDeadline = c.clamp(t)
-	return c.Conn.SetDeadline(c.clamp(t))
+	err := c.Conn.SetReadDeadline(c.readDeadline)
+	c.mu.Unlock()
+	return cmp.Or(err, c.SetWriteDeadline(t))
 }
 
 func (c *limitConn) SetReadDeadline(t time.Time) error {
@@ -329,4 +332,16 @@ func (c *limitConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(c.readDeadline)
 }
 
-func (c *limitConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }
+// SetWriteDeadline lets writes run a little past the session's end, so
+// that the reply to the read the end cut short (go-smtp's 421 4.4.2) is
+// still written: a client at the limit gets a code, not a bare close.
+func (c *limitConn) SetWriteDeadline(t time.Time) error {
+	if !c.end.IsZero() && (t.IsZero() || t.After(c.end.Add(sessionEndGrace))) {
+		t = c.end.Add(sessionEndGrace)
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// sessionEndGrace is how long after the session's end its last reply may
+// take to write.
+const sessionEndGrace = 5 * time.Second

@@ -322,3 +322,27 @@ func TestNestedMailRefused(t *testing.T) {
 		t.Errorf("stored %+v", msgs)
 	}
 }
+
+// A session that reaches SessionTimeout ends with 421 4.4.2, not a bare
+// close (SPEC §2: the proper code, never a hang or a silent drop).
+func TestSessionTimeoutSaysSo(t *testing.T) {
+	e := start(t, Config{SessionTimeout: 300 * time.Millisecond}, nil)
+	w := dialWire(t, e.addr)
+	w.cmd("EHLO client.test", "250 ")
+	// The client keeps the session busy; the end cuts a read short.
+	for {
+		w.send("NOOP\r\n")
+		l, err := w.line()
+		if err != nil {
+			t.Fatalf("the session ended without a reply: %q, %v", l, err)
+		}
+		if strings.HasPrefix(l, "250") {
+			continue
+		}
+		if !strings.HasPrefix(l, "421 4.4.2") {
+			t.Fatalf("the session ended with %q, want 421 4.4.2", l)
+		}
+		break
+	}
+	w.closed()
+}
