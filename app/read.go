@@ -18,7 +18,8 @@ type ThreadRead struct {
 }
 
 // ReadThread is ThreadMessages' page, read now (p.Wait is not for it),
-// with the thread row and every message's body opened.
+// with the thread row (Thread's, so threads:read too) and every
+// message's body opened.
 func (a *App) ReadThread(ctx context.Context, c Caller, inboxID, threadID string, p ThreadMessagesParams) (ThreadRead, error) {
 	p.Wait = ""
 	read, err := a.ThreadMessages(c, inboxID, threadID, p)
@@ -29,7 +30,7 @@ func (a *App) ReadThread(ctx context.Context, c Caller, inboxID, threadID string
 	if err != nil {
 		return ThreadRead{}, err
 	}
-	_, t, err := a.thread(ctx, c, inboxID, threadID)
+	t, err := a.Thread(ctx, c, inboxID, threadID) // the thread row is threads:read data
 	if err != nil {
 		return ThreadRead{}, err
 	}

@@ -261,9 +261,13 @@ func TestReadThread(t *testing.T) {
 	ib := e.boot.Inbox.ID
 	root := e.deliver(ib, rawMail("r@x", "Plans", "First.\r\n"))
 	reply := e.deliver(ib, rawMail("r2@x", "Re: Plans", "Second.\r\n\r\n> First.\r\n", "In-Reply-To: <r@x>\r\n"))
-	_, err := e.app.ReadThread(e.ctx, e.caller(nil, "threads:read"), ib, root.ThreadID, ThreadMessagesParams{})
-	wantError(t, err, EPermissionDenied, "")
-	c := e.caller(nil, "messages:read")
+	// Messages need messages:read, the thread row threads:read (as the
+	// REST routes for each).
+	for _, scope := range []string{"threads:read", "messages:read"} {
+		_, err := e.app.ReadThread(e.ctx, e.caller(nil, scope), ib, root.ThreadID, ThreadMessagesParams{})
+		wantError(t, err, EPermissionDenied, "")
+	}
+	c := e.caller(nil, "messages:read", "threads:read")
 	r, err := e.app.ReadThread(e.ctx, c, ib, root.ThreadID, ThreadMessagesParams{AfterSequence: "1", Wait: "60"})
 	if err != nil || r.Thread.ID != root.ThreadID || r.Thread.Subject != "Plans" || fmt.Sprint(ids(r.Rows)) != fmt.Sprint([]string{reply.MessageID}) {
 		t.Fatalf("read: %+v, %v", r, err)
