@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,6 +251,26 @@ func TestCreatedInboxKeepsTagCase(t *testing.T) {
 	}
 	if tag := deref(msgs[0].AddressTag); tag != "Run7" {
 		t.Errorf("address_tag = %s", tag)
+	}
+}
+
+// An inbox named plainly and with a +tag in one transaction stores one
+// copy, which keeps the tag whatever the order.
+func TestSameInboxTaggedAndPlainKeepsTheTag(t *testing.T) {
+	e := start(t, Config{}, nil)
+	for i, rcpts := range [][]string{{"inbox@localhost", "inbox+t2@localhost"}, {"inbox+t3@localhost", "inbox@localhost"}} {
+		if err := send(dial(t, e.addr), "a@example.com", rcpts, fmt.Sprintf("Message-ID: <tag%d@x>\r\nSubject: hi\r\n\r\nx\r\n", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	var tags []string
+	for _, m := range msgs {
+		tags = append(tags, deref(m.AddressTag))
+	}
+	slices.Sort(tags)
+	if !slices.Equal(tags, []string{"t2", "t3"}) {
+		t.Errorf("address tags %q, want one copy each with t2 and t3", tags)
 	}
 }
 

@@ -270,7 +270,14 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 			continue
 		}
 		seen[inboxID] = true
-		d, err := db.ingestOne(ctx, tx, p, scope, inboxID, t.Tag)
+		tag := t.Tag
+		for _, o := range p.in.Targets {
+			// The same inbox also named with a +tag: the copy keeps it.
+			if tag == "" && o.InboxID == inboxID {
+				tag = o.Tag
+			}
+		}
+		d, err := db.ingestOne(ctx, tx, p, scope, inboxID, tag)
 		if err != nil {
 			return nil, fmt.Errorf("store in %s: %w", inboxID, err)
 		}
