@@ -71,10 +71,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "serve" && len(args) > 0 {
-		switch args[0] {
-		case "-h", "-help", "--help":
+		switch {
+		case isHelp(args[0]):
 			return help(stdout)
-		case "-version", "--version":
+		case args[0] == "-version" || args[0] == "--version":
 			printVersion(stdout)
 			return nil
 		}

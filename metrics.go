@@ -65,7 +65,7 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{q.mail, q.db.DeliveryCounts, []string{store.StatusQueued, store.StatusSending, store.StatusSent, store.StatusDelivered,
 			store.StatusDeferred, store.StatusBounced, store.StatusFailed, store.StatusCaptured}},
-		{q.hooks, q.db.WebhookDeliveryCounts, []string{"pending", "delivered", "failed"}},
+		{q.hooks, q.db.WebhookDeliveryCounts, []string{store.WebhookPending, store.WebhookDelivered, store.WebhookFailed}},
 	} {
 		counts, err := c.count(ctx)
 		if err != nil {
@@ -73,7 +73,9 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, s := range c.statuses {
-			counts[s] += 0
+			if _, ok := counts[s]; !ok {
+				counts[s] = 0
+			}
 		}
 		for status, n := range counts {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), status)

@@ -50,21 +50,20 @@ func TestAnswerWhileOpening(t *testing.T) {
 			t.Errorf("SMTP while opening: %v", err)
 		}
 	}
-	resp, err := http.Get("http://" + httpLn.Addr().String() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Get("http://" + httpLn.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+	if resp := get("/readyz"); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("HTTP while opening: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// Liveness holds while opening: a probe must not restart a migration.
-	resp, err = http.Get("http://" + httpLn.Addr().String() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp := get("/healthz"); resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while opening: %d, want 200", resp.StatusCode)
 	}
 
@@ -73,7 +72,7 @@ func TestAnswerWhileOpening(t *testing.T) {
 	go srv.Serve(httpLn)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err = client.Get("http://" + httpLn.Addr().String() + "/readyz")
+	resp, err := client.Get("http://" + httpLn.Addr().String() + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}

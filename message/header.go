@@ -94,7 +94,7 @@ func readHeader(src *lineReader, stop func([]byte) bool) (h textproto.Header, re
 			// dropped. Else (QUIRK) no blank line between header and
 			// body: the body starts here.
 			next, nerr := fullLine(src)
-			if c := bytes.TrimRight(next, "\r\n"); len(c) > 0 && c[0] != ' ' && c[0] != '\t' && validFieldLine(c) && knownField(c) {
+			if c := bytes.TrimRight(next, "\r\n"); validFieldLine(c) && knownField(c) {
 				if err == nil {
 					err = errJunkHeaderLine
 				}
@@ -145,9 +145,6 @@ func fullLine(src *lineReader) ([]byte, error) {
 	return line, err
 }
 
-// validFieldLine reports whether line starts with an RFC 5322 §2.2 field
-// name followed by a colon (whitespace before the colon is tolerated, as
-// go-message does).
 // knownFields are header fields of mail that a body line is unlikely to
 // start with ("Note: …" may, "Message-ID: …" hardly): after a line that is
 // no field, one of these says the header goes on.
@@ -163,6 +160,9 @@ func knownField(line []byte) bool {
 	return bytes.HasPrefix(name, []byte("x-")) || slices.Contains(knownFields, string(name))
 }
 
+// validFieldLine reports whether line starts with an RFC 5322 §2.2 field
+// name followed by a colon (whitespace before the colon is tolerated, as
+// go-message does).
 func validFieldLine(line []byte) bool {
 	i := bytes.IndexByte(line, ':')
 	if i <= 0 {

@@ -272,8 +272,10 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 		seen[inboxID] = true
 		tag := t.Tag
 		for _, o := range p.in.Targets {
-			// The same inbox also named with a +tag: the copy keeps it.
-			if tag == "" && o.InboxID == inboxID {
+			if tag != "" {
+				break
+			}
+			if o.InboxID == inboxID { // the same inbox also named with a +tag: the copy keeps it
 				tag = o.Tag
 			}
 		}
