@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Over implicit TLS the session is TLS from its greeting (no STARTTLS
@@ -54,9 +57,22 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("STARTTLS offered inside TLS:\n%s", ehlo.String())
 	}
 
-	// The one session slot is taken: the next client is refused, in TLS.
+	// The one session slot is taken: the next client is refused, in TLS,
+	// even behind a connection that never starts its handshake. Its
+	// refusal waits for that handshake; said in the accept loop, it would
+	// hold every connection behind it for replyTimeout.
+	silent, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
 	_, r2 := dialTLS()
 	if refusal, err := r2.ReadString('\n'); err != nil || !strings.HasPrefix(refusal, "421 4.7.0 ") {
 		t.Errorf("refusal over TLS: %q %v", refusal, err)
+	}
+	// Answered while the silent connection still waits: not after it.
+	silent.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := silent.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the silent connection was given up (%v) before the next client was refused", err)
 	}
 }

@@ -56,17 +56,41 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		lc, refusal := l.s.admit(c)
 		if refusal != "" {
-			c.SetDeadline(time.Now().Add(replyTimeout))
-			w := io.Writer(c)
-			if l.tls != nil {
-				w = tls.Server(c, l.tls) // the write runs the handshake first
-			}
-			io.WriteString(w, refusal)
-			c.Close()
+			l.refuse(c, refusal)
 			continue
 		}
 		return lc, nil
 	}
+}
+
+// maxRefusing bounds the refusals being said at once; past it a refused
+// connection is closed unanswered, so a flood costs neither goroutines
+// nor memory.
+const maxRefusing = 64
+
+// refuse says refusal to c and closes it. In plain text that is one
+// write into a new connection's empty send buffer. Over implicit TLS the
+// reply waits for the client's handshake, and a client that never sends
+// one would hold up every connection behind it for replyTimeout: it is
+// said off the accept loop.
+func (l *limitListener) refuse(c net.Conn, refusal string) {
+	c.SetDeadline(time.Now().Add(replyTimeout))
+	if l.tls == nil {
+		io.WriteString(c, refusal)
+		c.Close()
+		return
+	}
+	select {
+	case l.s.refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.s.refusing }()
+		defer c.Close()
+		io.WriteString(tls.Server(c, l.tls), refusal) // the write runs the handshake first
+	}()
 }
 
 // admit takes a session slot for c, or says why not.

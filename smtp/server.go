@@ -96,6 +96,7 @@ type Server struct {
 	perIP     map[netip.Addr]int
 	draining  bool
 	listeners []net.Listener // given to Serve; closed by Shutdown
+	refusing  chan struct{}  // a slot per refusal being said (limitListener.refuse)
 }
 
 // NewServer builds a server; start it with Serve.
@@ -110,7 +111,7 @@ func NewServer(cfg Config, st Store) *Server {
 		cfg.IngestTimeout = time.Minute
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now,
-		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}}
+		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}, refusing: make(chan struct{}, maxRefusing)}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
