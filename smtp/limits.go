@@ -63,16 +63,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// maxRefusing bounds the refusals being said at once; past it a refused
-// connection is closed unanswered, so a flood costs neither goroutines
-// nor memory.
+// maxRefusing bounds the refusals over TLS being said at once; past it a
+// refused connection is closed unanswered, so a flood costs neither
+// goroutines nor memory.
 const maxRefusing = 64
 
 // refuse says refusal to c and closes it. In plain text that is one
 // write into a new connection's empty send buffer. Over implicit TLS the
 // reply waits for the client's handshake, and a client that never sends
 // one would hold up every connection behind it for replyTimeout: it is
-// said off the accept loop.
+// said off the accept loop, by a goroutine that Shutdown and Close end
+// and wait for.
 func (l *limitListener) refuse(c net.Conn, refusal string) {
 	c.SetDeadline(time.Now().Add(replyTimeout))
 	if l.tls == nil {
@@ -80,17 +81,33 @@ func (l *limitListener) refuse(c net.Conn, refusal string) {
 		c.Close()
 		return
 	}
-	select {
-	case l.s.refusing <- struct{}{}:
-	default:
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining || len(s.refusing) >= maxRefusing {
 		c.Close()
 		return
 	}
-	go func() {
-		defer func() { <-l.s.refusing }()
-		defer c.Close()
+	s.refusing[c] = struct{}{}
+	s.refusals.Go(func() {
 		io.WriteString(tls.Server(c, l.tls), refusal) // the write runs the handshake first
-	}()
+		c.Close()
+		s.mu.Lock()
+		delete(s.refusing, c)
+		s.mu.Unlock()
+	})
+}
+
+// endRefusals ends the refusals being said and waits for their
+// goroutines; no refusal starts after it.
+func (s *Server) endRefusals() {
+	s.mu.Lock()
+	s.draining = true
+	for c := range s.refusing {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.refusals.Wait()
 }
 
 // admit takes a session slot for c, or says why not.

@@ -95,8 +95,9 @@ type Server struct {
 	conns     map[*limitConn]struct{} // the sessions, each holding a slot
 	perIP     map[netip.Addr]int
 	draining  bool
-	listeners []net.Listener // given to Serve; closed by Shutdown
-	refusing  chan struct{}  // a slot per refusal being said (limitListener.refuse)
+	listeners []net.Listener        // given to Serve; closed by Shutdown
+	refusing  map[net.Conn]struct{} // refusals being said over TLS (limitListener.refuse)
+	refusals  sync.WaitGroup        // their goroutines
 }
 
 // NewServer builds a server; start it with Serve.
@@ -111,7 +112,7 @@ func NewServer(cfg Config, st Store) *Server {
 		cfg.IngestTimeout = time.Minute
 	}
 	s := &Server{cfg: cfg, store: st, log: cfg.Logger, now: cfg.Now,
-		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}, refusing: make(chan struct{}, maxRefusing)}
+		conns: map[*limitConn]struct{}{}, perIP: map[netip.Addr]int{}, refusing: map[net.Conn]struct{}{}}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = cfg.Hostname
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
@@ -172,6 +173,7 @@ func (s *Server) serve(l net.Listener, tlsCfg *tls.Config) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.drain()
 	err := s.srv.Shutdown(ctx)
+	s.endRefusals()
 	// drain closed the listeners already: go-smtp's second close is no news.
 	if errors.Is(err, gosmtp.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
@@ -182,6 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes the listener and every session at once.
 func (s *Server) Close() error {
 	err := s.srv.Close()
+	s.endRefusals()
 	if errors.Is(err, gosmtp.ErrServerClosed) {
 		return nil
 	}
