@@ -178,7 +178,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.ACMEHTTPAddr, "acme-http-addr", ":80", "with --acme-domain: answer ACME http-01 challenges and redirect to HTTPS here; empty for none (tls-alpn-01 on the HTTPS listener suffices)")
 	fs.BoolVar(&c.SMTPAuthInsecure, "smtp-auth-insecure", false, "offer SMTP AUTH without TLS")
 	fs.BoolVar(&c.SMTPAuthAcceptAny, "smtp-auth-accept-any", false, "accept any SMTP AUTH credentials: an API key still authenticates with its grant, anything else gets nothing beyond an unauthenticated session")
-	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "API requests per minute per key (429 above it); 0 disables")
+	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "requests per minute per key, REST and /mcp together (429 above it); 0 disables")
 	fs.DurationVar(&c.HTTPBodyTimeout, "http-body-timeout", time.Minute, "longest time an HTTP request body may take to arrive (a slower one gets 400); 0 disables")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the URL clients reach this server at behind a reverse proxy (https://mail.example.com): /mcp accepts requests for its host name, which it otherwise refuses on a loopback listener")
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")

@@ -1278,3 +1278,38 @@ func TestMCPSend(t *testing.T) {
 		t.Errorf("a key without messages:send: %q", msg)
 	}
 }
+
+// --api-rate-limit counts a key's requests on every surface: MCP calls
+// and REST requests share one budget per key, and /mcp answers 429 with
+// Retry-After above it, as the API does.
+func TestMCPRateLimit(t *testing.T) {
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
+	data := t.TempDir()
+	s := startServer(t, data, "--api-rate-limit", "4")
+	c, project, _ := adminAPI(t, data, s.http) // two of the admin's four
+	agent := newKey(t, c, project, []string{"inboxes:read"}, nil)
+	a := apiClient{base: c.base, key: agent, http: http.DefaultClient}
+	var me map[string]any
+	if err := a.do(context.Background(), "GET", "/v1/me", nil, "", &me); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // the agent's other three
+		if resp := postMCP(t, s.http, "", "Bearer "+agent, initialize); resp.StatusCode != http.StatusOK {
+			t.Fatalf("MCP request %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp := postMCP(t, s.http, "", "Bearer "+agent, initialize)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("MCP over the limit: %d %v", resp.StatusCode, resp.Header)
+	}
+	if err := a.do(context.Background(), "GET", "/v1/me", nil, "", &me); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Errorf("REST after the MCP calls used the budget: %v", err)
+	}
+	// Another key's budget is its own; a bad key is still 401, not 429.
+	if resp := postMCP(t, s.http, "", "Bearer "+c.key, initialize); resp.StatusCode != http.StatusOK {
+		t.Errorf("the admin key over MCP: %d", resp.StatusCode)
+	}
+	if resp := postMCP(t, s.http, "", "Bearer nope", initialize); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a bad key: %d", resp.StatusCode)
+	}
+}

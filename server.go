@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/httprate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -286,7 +287,12 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	// API with its session cookie: the same routes and checks as any
 	// client.
 	console := web.New(ops, web.Config{Logger: log, Draining: s.draining})
-	apiCfg := api.Config{RateLimit: c.APIRateLimit, Logger: log, Metrics: reg, HTTPMetrics: httpMetrics,
+	// One budget per key on every surface (--api-rate-limit).
+	var limiter *httprate.RateLimiter
+	if c.APIRateLimit > 0 {
+		limiter = httprate.NewRateLimiter(c.APIRateLimit, time.Minute)
+	}
+	apiCfg := api.Config{Limiter: limiter, Logger: log, Metrics: reg, HTTPMetrics: httpMetrics,
 		Draining: s.draining, BodyTimeout: c.HTTPBodyTimeout, Session: console.Authenticate}
 	if s.metricsLn != nil {
 		// /metrics on its own listener only: not beside the public API.
@@ -296,7 +302,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	handler := api.New(ops, apiCfg)
-	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Version: strings.Fields(buildVersion())[0], Logger: log})
+	mcpHandler, err := mcp.New(ops, mcp.Config{PublicURL: c.PublicURL, Limiter: limiter, Version: strings.Fields(buildVersion())[0], Logger: log})
 	if err != nil {
 		return nil, err
 	}

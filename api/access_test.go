@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/httprate"
 	"github.com/inboxd/inboxd/store"
 )
 
@@ -197,7 +198,7 @@ func TestErrorsAreEnveloped(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	e := newEnv(t, Config{RateLimit: 3})
+	e := newEnv(t, Config{Limiter: httprate.NewRateLimiter(3, time.Minute)})
 	for i := range 3 {
 		if r := e.get(e.admin, "/v1/me"); r.status != 200 {
 			t.Fatalf("request %d: %d", i, r.status)

@@ -22,9 +22,10 @@ import (
 
 // Config configures the HTTP API.
 type Config struct {
-	// RateLimit is the number of requests one API key may make per minute;
-	// 0 disables the limit.
-	RateLimit int
+	// Limiter, when set, counts each key's requests (by the caller's
+	// id) and answers 429 above its limit. main gives /mcp the same one,
+	// so a key has one budget on every surface.
+	Limiter *httprate.RateLimiter
 	// MaxBodyBytes bounds request bodies (413 above it).
 	MaxBodyBytes int64
 	// Now is the clock of the thread-page cache.
@@ -104,10 +105,16 @@ func (s *Server) routes(cfg Config) http.Handler {
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
-		if cfg.RateLimit > 0 {
-			r.Use(httprate.LimitBy(cfg.RateLimit, time.Minute,
-				func(r *http.Request) (string, error) { return callerFrom(r).ID, nil },
-				httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRateLimited) })))
+		if lim := cfg.Limiter; lim != nil {
+			r.Use(func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if lim.OnLimit(w, r, callerFrom(r).ID) {
+						s.writeError(w, r, errRateLimited)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
 		}
 		r.Get("/v1/me", s.me) // any valid key
 		// The operations of app check their own scopes; the comment on

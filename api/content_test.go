@@ -9,6 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-chi/httprate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -134,7 +137,7 @@ func TestMessageContentAndGoldens(t *testing.T) {
 }
 
 func TestErrorGoldens(t *testing.T) {
-	e := newEnv(t, Config{RateLimit: 1})
+	e := newEnv(t, Config{Limiter: httprate.NewRateLimiter(1, time.Minute)})
 	reader := e.key([]string{"inboxes:read"}, nil)
 	golden(t, "error_unauthenticated", e.get("", e.path("/inboxes")).body)
 	golden(t, "error_not_found", e.get(e.admin, e.path("/inboxes/ibx_nope")).body)

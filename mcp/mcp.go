@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/httprate"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,6 +44,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Rand draws the fence tokens; crypto/rand when nil.
 	Rand io.Reader
+	// Limiter, when set, counts each key's requests (the API's limiter:
+	// one budget per key on every surface) and answers 429 above it.
+	Limiter *httprate.RateLimiter
 }
 
 // server holds the tools' dependencies.
@@ -112,6 +116,10 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 		}
 	}
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lim := cfg.Limiter; lim != nil && lim.OnLimit(w, r, auth.TokenInfoFromContext(r.Context()).UserID) {
+			http.Error(w, "Too many requests; retry after the time in Retry-After.", http.StatusTooManyRequests)
+			return
+		}
 		// Not supported by every ResponseWriter (a test's recorder): then
 		// there is no deadline to move either.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(requestDeadline))
