@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,62 @@ func TestSignalsForceExitOnlyAfterASecond(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "exiting now") {
 		t.Errorf("no message on the forced exit: %q", out.String())
+	}
+}
+
+// While SIGTERM waits for a transaction in DATA, HTTP still answers and
+// /readyz says 503 (a load balancer sees the server stopping, not a
+// refused connection); the transaction then gets its 250.
+func TestReadyzIs503WhileStopping(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--shutdown-timeout", "1m")
+	c, err := net.Dial("tcp", s.smtp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tp := textproto.NewConn(c)
+	expect := func(code int, cmd string) {
+		t.Helper()
+		if cmd != "" {
+			if err := tp.PrintfLine("%s", cmd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := tp.ReadResponse(code); err != nil {
+			t.Fatalf("%q: %v", cmd, err)
+		}
+	}
+	expect(220, "")
+	expect(250, "EHLO client.test")
+	expect(250, "MAIL FROM:<ann@example.com>")
+	expect(250, "RCPT TO:<inbox@localhost>")
+	expect(354, "DATA")
+	fmt.Fprintf(c, "Subject: in flight\r\n\r\nstill being written\r\n")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	// The SMTP listener closes once the drain has begun (after /readyz
+	// turned to 503).
+	for i := 0; ; i++ {
+		probe, err := net.Dial("tcp", s.smtp)
+		if err != nil {
+			break
+		}
+		probe.Close()
+		if i == 10000 {
+			t.Fatal("the SMTP listener stayed open after SIGTERM")
+		}
+	}
+	resp, err := http.Get("http://" + s.http + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz while stopping: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while stopping: %d, want 503", resp.StatusCode)
+	}
+	expect(250, ".")
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 }

@@ -402,20 +402,16 @@ func (s *server) Run(ctx context.Context) error {
 	close(s.draining)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	var transports sync.WaitGroup
-	transports.Go(func() {
-		if err := s.smtp.Shutdown(shutdownCtx); err != nil {
-			s.log.Warn("smtp shutdown: closing sessions still open", "err", err)
-			s.smtp.Close()
-		}
-	})
-	transports.Go(func() {
-		if err := s.http.Shutdown(shutdownCtx); err != nil {
-			s.log.Warn("http shutdown: closing connections still open", "err", err)
-			s.http.Close()
-		}
-	})
-	transports.Wait()
+	// SMTP first: while its transactions in DATA finish, HTTP still
+	// answers, /readyz with 503 (SPEC §13), and long-polls end at once.
+	if err := s.smtp.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("smtp shutdown: closing sessions still open", "err", err)
+		s.smtp.Close()
+	}
+	if err := s.http.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("http shutdown: closing connections still open", "err", err)
+		s.http.Close()
+	}
 	for _, srv := range []*http.Server{s.debug, s.metrics, s.acmeHTTP} {
 		if srv != nil {
 			srv.Close()
