@@ -59,6 +59,9 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err := os.Link(tmpName, dst); err != nil {
 		return fmt.Errorf("put the backup at %s: %w", dst, err)
 	}
+	// Now, not only when deferred: the report below may be the write that
+	// kills the process (SIGPIPE, `inboxd backup f | head -1`).
+	os.Remove(tmpName)
 	if err := syncFile(filepath.Dir(dst)); err != nil {
 		return err
 	}

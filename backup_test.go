@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/inboxd/inboxd/store"
@@ -106,5 +109,41 @@ func TestBackupDuringIngest(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(dst); !bytes.Equal(after, raw) {
 		t.Error("the refused backup changed the file")
+	}
+}
+
+// `inboxd backup f | head -1`: a report written to a closed pipe kills
+// the process (SIGPIPE) after the copy is in place, and the temporary
+// name beside it is gone by then.
+func TestBackupKilledWhileReportingLeavesNoTemporaryFile(t *testing.T) {
+	bin := buildBinary(t)
+	data := t.TempDir()
+	startServer(t, data)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // nobody reads the report
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "backup", filepath.Join(dir, "copy.db"), "--data", data)
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+		t.Fatalf("backup with its report to a closed pipe: %v (want killed by SIGPIPE)\n%s", err, stderr.String())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "copy.db" {
+		t.Errorf("after the backup: %v, want only copy.db", names)
 	}
 }
