@@ -125,7 +125,7 @@ Usage:
 inboxes, keys and backup take --data DIR (INBOXD_DATA) and work whether or
 not the server is running; send, healthcheck and mcp talk to a running one.
 
-Serve flags (each also read from its environment variable):
+Serve flags (each also read from its environment variable; one set to "" counts as unset):
 `)
 	var c Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -99,7 +99,7 @@ func (h *helpRequested) print(w io.Writer) {
 	if use == "" {
 		use = "inboxd " + name + " [flags]"
 	}
-	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags (each also read from its environment variable):\n", use)
+	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags (each also read from its environment variable; one set to \"\" counts as unset):\n", use)
 	printFlags(w, h.fs)
 }
 
