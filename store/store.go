@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -37,6 +38,39 @@ var ErrNotFound = errors.New("not found")
 
 // ErrConflict is returned when a unique row already exists.
 var ErrConflict = errors.New("already exists")
+
+// privateFiles makes the database's files readable by their owner only:
+// they hold every message, the webhook secrets and the cursor key, and a
+// data directory made by someone else (mkdir, a container volume) may let
+// others in. A new database is created 0600, and SQLite gives its -wal and
+// -shm files the main file's mode; an existing file that others may read
+// is tightened, with a warning.
+func privateFiles(path string, log *slog.Logger) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if runtime.GOOS == "windows" { // no mode bits for others to clear
+		return nil
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(name, perm&0o700); err != nil {
+				return err
+			}
+			log.Warn("database file was readable by others; now by its owner only", "file", name, "mode", fmt.Sprintf("%#o", perm))
+		}
+	}
+	return nil
+}
 
 // ErrInboxGone is an ingest whose every target inbox was deleted after it
 // was resolved (between RCPT and DATA). It is also ErrNotFound.
@@ -252,6 +286,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	path, err := filepath.Abs(opts.Path)
 	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := privateFiles(path, opts.Logger); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	base := (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
