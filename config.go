@@ -280,6 +280,23 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
+	// Listeners open only after the data directory is locked: a typo in
+	// an address is refused here, before anything is created.
+	for _, l := range []struct{ flag, addr string }{
+		{"smtp-addr", c.SMTPAddr}, {"smtps-addr", c.SMTPSAddr}, {"http-addr", c.HTTPAddr},
+		{"metrics-addr", c.MetricsAddr}, {"debug-addr", c.DebugAddr}, {"acme-http-addr", c.ACMEHTTPAddr},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(l.addr)
+		if err == nil {
+			_, err = net.LookupPort("tcp", port)
+		}
+		if err != nil {
+			return fmt.Errorf("--%s %q is not a listen address (host:port, port 0 for any free one): %v", l.flag, l.addr, err)
+		}
+	}
 	return nil
 }
 

@@ -142,6 +142,9 @@ func TestBadFlagsCreateNothing(t *testing.T) {
 		{"message id pattern", []string{"--relay-message-id-pattern", "("}, "--relay-message-id-pattern"},
 		{"message id pattern groups", []string{"--relay-message-id-pattern", "id=[a-z]+"}, "--relay-message-id-pattern"},
 		{"log level", []string{"--log-level", "loud"}, "--log-level"},
+		{"http address", []string{"--http-addr", "nonsense"}, "--http-addr"},
+		{"metrics address port", []string{"--metrics-addr", "127.0.0.1:99999"}, "--metrics-addr"},
+		{"smtps address", []string{"--smtp-tls-self-signed", "--smtps-addr", "127.0.0.1:smtps-please"}, "--smtps-addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "inboxd-data")
