@@ -82,6 +82,14 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	if r.status != http.StatusOK || r.json(t)["inbox_ids"] != nil || r.json(t)["url"] != "http://example.org/x" {
 		t.Errorf("patch inbox_ids null: %d %s", r.status, r.body)
 	}
+	// The object shows no description as null, and null is how it is cleared.
+	r = e.do(e.admin, "PATCH", e.path("/webhooks/%s", id), `{"description":null}`)
+	if r.status != http.StatusOK || r.json(t)["description"] != nil || r.json(t)["url"] != "http://example.org/x" {
+		t.Errorf("patch description null: %d %s", r.status, r.body)
+	}
+	if r := e.do(e.admin, "PATCH", e.path("/webhooks/%s", id), `{"url":null}`); r.status != 400 {
+		t.Errorf("patch url null: %d %s", r.status, r.body)
+	}
 
 	r = e.do(e.admin, "POST", e.path("/webhooks/%s/rotate-secret", id), "")
 	rotated := r.json(t)
@@ -98,6 +106,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		{`{}`, "url"},
 		{`{"url":"ftp://example.com/"}`, "url"},
 		{`{"url":"/relative"}`, "url"},
+		{`{"url":"http://127.0.0.1:99999/"}`, "url"},
 		{`{"url":"https://example.com","event_types":["message.exploded"]}`, "event_types"},
 		{`{"url":"https://example.com","inbox_ids":["ibx_nope"]}`, "inbox_ids"},
 		{`{"url":"https://example.com","secret":"whsec_c2hvcnQ="}`, "secret"},

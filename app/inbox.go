@@ -44,16 +44,17 @@ func (a *App) GrantedInbox(ctx context.Context, c Caller, inboxID string) (store
 	return a.db.GetInbox(ctx, c.ProjectID, inboxID)
 }
 
-// InboxInput is the input of CreateInbox and UpdateInbox; a nil field is
-// one not given.
+// InboxInput is the input of CreateInbox and UpdateInbox; a nil or unset
+// field is one not given. A null display_name is none; send_policy and
+// allowed_domains have no null.
 type InboxInput struct {
-	Address        *string   `json:"address"`
-	Username       *string   `json:"username"`
-	Domain         *string   `json:"domain"`
-	DisplayName    *string   `json:"display_name"`
-	Environment    *string   `json:"environment"`
-	SendPolicy     *string   `json:"send_policy"`
-	AllowedDomains *[]string `json:"allowed_domains"`
+	Address        *string            `json:"address"`
+	Username       *string            `json:"username"`
+	Domain         *string            `json:"domain"`
+	DisplayName    Nullable[string]   `json:"display_name"` // null: none
+	Environment    *string            `json:"environment"`
+	SendPolicy     Nullable[string]   `json:"send_policy"`
+	AllowedDomains Nullable[[]string] `json:"allowed_domains"`
 }
 
 var sendPolicies = []string{"allow", "approve_all", "approve_external"}
@@ -64,19 +65,22 @@ func validDomain(d string) bool {
 
 // validatePatchable checks the fields an update may change.
 func (in *InboxInput) validatePatchable() error {
-	if in.DisplayName != nil && strings.ContainsAny(*in.DisplayName, "\r\n") {
+	for _, err := range []error{notNull("send_policy", in.SendPolicy), notNull("allowed_domains", in.AllowedDomains)} {
+		if err != nil {
+			return err
+		}
+	}
+	if strings.ContainsAny(in.DisplayName.V, "\r\n") {
 		return Invalidf("display_name", "display_name must not contain line breaks.")
 	}
-	if in.SendPolicy != nil && !slices.Contains(sendPolicies, *in.SendPolicy) {
+	if in.SendPolicy.Set && !slices.Contains(sendPolicies, in.SendPolicy.V) {
 		return Invalidf("send_policy", "send_policy must be allow, approve_all or approve_external.")
 	}
-	if in.AllowedDomains != nil {
-		for i, d := range *in.AllowedDomains {
-			if !validDomain(d) {
-				return Invalidf("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
-			}
-			(*in.AllowedDomains)[i] = strings.ToLower(d) // domains are case-insensitive
+	for i, d := range in.AllowedDomains.V {
+		if !validDomain(d) {
+			return Invalidf("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
 		}
+		in.AllowedDomains.V[i] = strings.ToLower(d) // domains are case-insensitive
 	}
 	return nil
 }
@@ -117,16 +121,8 @@ func (a *App) CreateInbox(ctx context.Context, c Caller, decode Decoder) (store.
 	if err := in.validatePatchable(); err != nil {
 		return store.Inbox{}, err
 	}
-	ni := store.NewInbox{Address: address, Environment: env}
-	if in.DisplayName != nil {
-		ni.DisplayName = *in.DisplayName
-	}
-	if in.SendPolicy != nil {
-		ni.SendPolicy = *in.SendPolicy
-	}
-	if in.AllowedDomains != nil {
-		ni.AllowedDomains = *in.AllowedDomains
-	}
+	ni := store.NewInbox{Address: address, Environment: env, DisplayName: in.DisplayName.V,
+		SendPolicy: in.SendPolicy.V, AllowedDomains: in.AllowedDomains.V}
 	ib, err := a.db.CreateInbox(ctx, c.ProjectID, ni)
 	if errors.Is(err, store.ErrConflict) {
 		return store.Inbox{}, &Error{Code: EConflict, Message: "An inbox with this address already exists.", Param: "address"}
@@ -157,7 +153,8 @@ func (a *App) UpdateInbox(ctx context.Context, c Caller, inboxID string, decode 
 	if err := in.validatePatchable(); err != nil {
 		return store.Inbox{}, err
 	}
-	return a.db.UpdateInbox(ctx, ib.ProjectID, ib.ID, store.InboxPatch{DisplayName: in.DisplayName, SendPolicy: in.SendPolicy, AllowedDomains: in.AllowedDomains})
+	return a.db.UpdateInbox(ctx, ib.ProjectID, ib.ID, store.InboxPatch{DisplayName: in.DisplayName.orEmpty(),
+		SendPolicy: in.SendPolicy.Value(), AllowedDomains: in.AllowedDomains.Value()})
 }
 
 // DeleteInbox deletes an inbox of the caller's grant, and all its data;

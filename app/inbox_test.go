@@ -117,8 +117,31 @@ func TestUpdateInboxRefusesImmutableFields(t *testing.T) {
 	}
 	_, err := e.app.UpdateInbox(e.ctx, c, e.boot.Inbox.ID, input(`{"send_policy":"sometimes"}`))
 	wantError(t, err, EInvalidRequest, "send_policy")
+	for _, field := range []string{"send_policy", "allowed_domains"} {
+		_, err := e.app.UpdateInbox(e.ctx, c, e.boot.Inbox.ID, input(`{"`+field+`":null}`))
+		if wantError(t, err, EInvalidRequest, field); ErrorMessage(err) != field+" must not be null." {
+			t.Errorf("%s null: %q", field, ErrorMessage(err))
+		}
+	}
 	ib, err := e.db.GetInbox(e.ctx, e.boot.ProjectID, e.boot.Inbox.ID)
 	if err != nil || ib.SendPolicy != e.boot.Inbox.SendPolicy {
 		t.Errorf("a refused update changed the inbox: %+v, %v", ib, err)
+	}
+}
+
+// display_name is null when there is none, and null is how a PATCH
+// clears it; left out, it stays.
+func TestUpdateInboxClearsDisplayName(t *testing.T) {
+	e := newEnv(t)
+	c := e.caller(nil, "inboxes:write")
+	ib, err := e.app.UpdateInbox(e.ctx, c, e.boot.Inbox.ID, input(`{"display_name":"Support"}`))
+	if err != nil || ib.DisplayName != "Support" {
+		t.Fatalf("set: %+v, %v", ib, err)
+	}
+	if ib, err = e.app.UpdateInbox(e.ctx, c, e.boot.Inbox.ID, input(`{"send_policy":"approve_all"}`)); err != nil || ib.DisplayName != "Support" {
+		t.Fatalf("left out: %+v, %v", ib, err)
+	}
+	if ib, err = e.app.UpdateInbox(e.ctx, c, e.boot.Inbox.ID, input(`{"display_name":null}`)); err != nil || ib.DisplayName != "" || ib.SendPolicy != "approve_all" {
+		t.Errorf("null: %+v, %v", ib, err)
 	}
 }

@@ -43,6 +43,49 @@ func (o *OptionalIDs) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.IDs)
 }
 
+// Nullable is a field of an input that tells left out (Set false) from
+// null (Set and Null) and a value: a pointer reads null as left out, so a
+// PATCH could not clear a field the object shows as null.
+type Nullable[T any] struct {
+	Set, Null bool
+	V         T
+}
+
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if string(b) == "null" {
+		n.Null = true
+		return nil
+	}
+	return json.Unmarshal(b, &n.V)
+}
+
+// Value is the field's value, nil when it was left out or null.
+func (n Nullable[T]) Value() *T {
+	if !n.Set || n.Null {
+		return nil
+	}
+	return &n.V
+}
+
+// orEmpty is Value, except that null is T's zero value: what clears a
+// field whose empty value the object shows as null.
+func (n Nullable[T]) orEmpty() *T {
+	if n.Null {
+		var zero T
+		return &zero
+	}
+	return n.Value()
+}
+
+// notNull refuses null for a field that has no null value, naming it.
+func notNull[T any](field string, n Nullable[T]) error {
+	if n.Null {
+		return Invalidf(field, "%s must not be null.", field)
+	}
+	return nil
+}
+
 // KeyInput is the input of CreateKey. InboxIDs left out is the caller's
 // own inboxes; null is every inbox, which only an unrestricted caller may
 // give.

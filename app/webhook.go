@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -59,26 +60,31 @@ func (a *App) Webhook(ctx context.Context, c Caller, webhookID string) (store.We
 	return a.grantedWebhook(ctx, c, webhookID)
 }
 
-// WebhookInput is the input of CreateWebhook and UpdateWebhook; a nil
-// field is one not given. InboxIDs left out is, on create, the caller's
-// own inboxes; null is every inbox, which only an unrestricted caller may
-// give.
+// WebhookInput is the input of CreateWebhook and UpdateWebhook. InboxIDs
+// left out is, on create, the caller's own inboxes; null is every inbox,
+// which only an unrestricted caller may give. A null description is none;
+// url, event_types and enabled have no null.
 type WebhookInput struct {
-	URL         *string     `json:"url"`
-	EventTypes  *[]string   `json:"event_types"`
-	InboxIDs    OptionalIDs `json:"inbox_ids"`
-	Enabled     *bool       `json:"enabled"`
-	Description *string     `json:"description"`
-	Secret      *string     `json:"secret"`
+	URL         Nullable[string]   `json:"url"`
+	EventTypes  Nullable[[]string] `json:"event_types"`
+	InboxIDs    OptionalIDs        `json:"inbox_ids"`
+	Enabled     Nullable[bool]     `json:"enabled"`
+	Description Nullable[string]   `json:"description"`
+	Secret      *string            `json:"secret"`
 }
 
 // validate checks the fields that are given: an absolute http(s) URL
 // without credentials that the URL check (if any) lets through, known
 // event types, inboxes the caller may grant, a secret of webhook's format.
 func (a *App) validateWebhook(ctx context.Context, c Caller, in *WebhookInput) error {
-	if in.URL != nil {
-		u, err := url.Parse(*in.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	for _, err := range []error{notNull("url", in.URL), notNull("event_types", in.EventTypes), notNull("enabled", in.Enabled)} {
+		if err != nil {
+			return err
+		}
+	}
+	if in.URL.Set {
+		u, err := url.Parse(in.URL.V)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || !validPort(u.Port()) {
 			return Invalidf("url", "url must be an absolute http or https URL without credentials.")
 		}
 		if a.checkURL != nil {
@@ -87,17 +93,25 @@ func (a *App) validateWebhook(ctx context.Context, c Caller, in *WebhookInput) e
 			}
 		}
 	}
-	if in.EventTypes != nil {
-		for _, t := range *in.EventTypes {
-			if !slices.Contains(store.EventTypes(), t) {
-				return Invalidf("event_types", "Unknown event type %q.", t)
-			}
+	for _, t := range in.EventTypes.V {
+		if !slices.Contains(store.EventTypes(), t) {
+			return Invalidf("event_types", "Unknown event type %q.", t)
 		}
 	}
 	if err := c.MayGrant(in.InboxIDs); err != nil {
 		return err
 	}
 	return validateSecret(in.Secret)
+}
+
+// validPort reports whether a URL's port is one a connection can be made
+// to: none (the scheme's), or 1–65535.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // validateSecret checks a secret the caller supplied (nil: none).
@@ -119,20 +133,14 @@ func (a *App) CreateWebhook(ctx context.Context, c Caller, decode Decoder) (stor
 	if err := decode(&in); err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
-	if in.URL == nil {
+	if !in.URL.Set {
 		return store.WebhookEndpoint{}, "", Invalidf("url", "url is required.")
 	}
 	if err := a.validateWebhook(ctx, c, &in); err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
-	ne := store.NewWebhookEndpoint{URL: *in.URL, InboxIDs: c.Granted(in.InboxIDs), Disabled: in.Enabled != nil && !*in.Enabled,
-		Secret: webhook.NewSecret()}
-	if in.EventTypes != nil {
-		ne.EventTypes = *in.EventTypes
-	}
-	if in.Description != nil {
-		ne.Description = *in.Description
-	}
+	ne := store.NewWebhookEndpoint{URL: in.URL.V, InboxIDs: c.Granted(in.InboxIDs), Disabled: in.Enabled.Set && !in.Enabled.V,
+		EventTypes: in.EventTypes.V, Description: in.Description.V, Secret: webhook.NewSecret()}
 	if in.Secret != nil {
 		ne.Secret = *in.Secret
 	}
@@ -164,8 +172,8 @@ func (a *App) UpdateWebhook(ctx context.Context, c Caller, webhookID string, dec
 		return store.WebhookEndpoint{}, err
 	}
 	ep, err = a.db.UpdateWebhookEndpoint(ctx, ep.ProjectID, ep.ID, store.WebhookEndpointPatch{
-		URL: in.URL, EventTypes: in.EventTypes, SetInboxIDs: in.InboxIDs.Set, InboxIDs: in.InboxIDs.IDs,
-		Enabled: in.Enabled, Description: in.Description,
+		URL: in.URL.Value(), EventTypes: in.EventTypes.Value(), SetInboxIDs: in.InboxIDs.Set, InboxIDs: in.InboxIDs.IDs,
+		Enabled: in.Enabled.Value(), Description: in.Description.orEmpty(),
 	})
 	if errors.Is(err, store.ErrNotFound) && in.InboxIDs.Set {
 		return store.WebhookEndpoint{}, errUnknownInbox

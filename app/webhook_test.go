@@ -74,6 +74,12 @@ func TestCreateWebhookValidation(t *testing.T) {
 		{admin, `{"url":"/relative"}`, "url", "url must be an absolute http or https URL without credentials."},
 		{admin, `{"url":"https://"}`, "url", "url must be an absolute http or https URL without credentials."},
 		{admin, `{"url":"https://user:pw@example.com/"}`, "url", "url must be an absolute http or https URL without credentials."},
+		{admin, `{"url":"http://127.0.0.1:99999/"}`, "url", "url must be an absolute http or https URL without credentials."},
+		{admin, `{"url":"http://127.0.0.1:0/"}`, "url", "url must be an absolute http or https URL without credentials."},
+		{admin, `{"url":"http://:8080/"}`, "url", "url must be an absolute http or https URL without credentials."},
+		{admin, `{"url":null}`, "url", "url must not be null."},
+		{admin, `{"url":"https://example.com","enabled":null}`, "enabled", "enabled must not be null."},
+		{admin, `{"url":"https://example.com","event_types":null}`, "event_types", "event_types must not be null."},
 		{admin, `{"url":"https://example.com","event_types":["message.received","message.exploded"]}`, "event_types", `Unknown event type "message.exploded".`},
 		{admin, `{"url":"https://example.com","inbox_ids":["ibx_missing"]}`, "inbox_ids", "inbox_ids names an inbox that does not exist."},
 		{admin, `{"url":"https://example.com","secret":"whsec_c2hvcnQ="}`, "secret", "secret must be whsec_ followed by the base64 of 24 to 64 bytes."},
@@ -226,6 +232,9 @@ func TestUpdateWebhook(t *testing.T) {
 		{admin, `{"secret":"` + supplied + `","url":"ftp://x"}`, "secret", "Change the secret with POST …/rotate-secret."},
 		{admin, `{"url":"ftp://x"}`, "url", "url must be an absolute http or https URL without credentials."},
 		{admin, `{"event_types":["nope"]}`, "event_types", `Unknown event type "nope".`},
+		{admin, `{"url":null}`, "url", "url must not be null."},
+		{admin, `{"event_types":null}`, "event_types", "event_types must not be null."},
+		{admin, `{"enabled":null}`, "enabled", "enabled must not be null."},
 		{admin, `{"inbox_ids":["ibx_missing"]}`, "inbox_ids", "inbox_ids names an inbox that does not exist."},
 		{restricted, `{"inbox_ids":null}`, "inbox_ids", "This key is restricted to some inboxes: inbox_ids must list them."},
 		{restricted, `{"inbox_ids":["` + other + `"]}`, "inbox_ids", `Unknown inbox "` + other + `".`},
@@ -244,6 +253,11 @@ func TestUpdateWebhook(t *testing.T) {
 	got, err = e.app.UpdateWebhook(e.ctx, admin, ep.ID, input(`{"inbox_ids":null,"enabled":true}`))
 	if err != nil || got.InboxIDs != nil || !got.Enabled || got.URL != "http://example.org/z" || got.Description != "off" {
 		t.Errorf("update inbox_ids null: %+v, %v", got, err)
+	}
+	// null clears the description, which the object then shows as null.
+	got, err = e.app.UpdateWebhook(e.ctx, admin, ep.ID, input(`{"description":null}`))
+	if err != nil || got.Description != "" || !got.Enabled || got.URL != "http://example.org/z" {
+		t.Errorf("update description null: %+v, %v", got, err)
 	}
 	// Now for every inbox, the endpoint is outside the restricted grant.
 	if _, err := e.app.UpdateWebhook(e.ctx, restricted, ep.ID, untouched(t)); ErrorCode(err) != ENotFound {
