@@ -638,6 +638,28 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// The delay between attempts counts from the end of the failed one: an
+// endpoint that takes 15 s to fail is retried 5 s after that, not at once.
+func TestRetryDelayCountsFromTheAttemptsEnd(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t, func(request) (int, http.Header) {
+		e.clock.Advance(15 * time.Second) // the attempt takes 15 s of the clock
+		return 500, nil
+	})
+	ep := e.endpoint(rcv.URL(), "")
+	e.start(WorkerConfig{RetrySchedule: []time.Duration{5 * time.Second}})
+	e.receive()
+	rcv.next(t)
+	var d store.WebhookDelivery
+	e.waitFor("attempt recorded", func() bool {
+		d = e.delivery(ep.ID, e.deliveries(ep.ID)[0].ID)
+		return len(d.Attempts) == 1
+	})
+	if got := d.NextAttemptAt.Sub(d.Attempts[0].At); got != 20*time.Second {
+		t.Errorf("next attempt %v after the attempt began, want 20s (15 s of attempt, then the 5 s delay)", got)
+	}
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -664,7 +686,7 @@ func TestJitter(t *testing.T) {
 		want time.Duration
 	}{{0, 9 * time.Second}, {0.5, 10 * time.Second}, {0.9999999, 11 * time.Second}} {
 		w.cfg.Jitter = func() float64 { return j.r }
-		o := w.decide(c, store.WebhookAttempt{At: at, StatusCode: 500}, 0, nil)
+		o := w.decide(c, store.WebhookAttempt{At: at, StatusCode: 500}, at, 0, nil)
 		if d := o.NextAttempt.Sub(at); d.Round(time.Millisecond) != j.want {
 			t.Errorf("jitter %v: delay %v, want %v", j.r, d, j.want)
 		}

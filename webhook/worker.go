@@ -287,7 +287,7 @@ func (w *Worker) attempt(ctx context.Context, c store.WebhookDeliveryClaim) stor
 	if err != nil {
 		a.Error = err.Error()
 	}
-	o := w.decide(c, a, retryAfter, err)
+	o := w.decide(c, a, w.cfg.Clock.Now(), retryAfter, err)
 	outcome := "retry"
 	switch o.Status {
 	case store.WebhookDelivered:
@@ -326,8 +326,10 @@ func (w *Worker) record(results <-chan store.WebhookDeliveryResult) {
 	}
 }
 
-// decide turns an attempt into the delivery's next state (SPEC §9).
-func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, retryAfter time.Duration, err error) store.WebhookDeliveryResult {
+// decide turns an attempt that ended at ended into the delivery's next
+// state (SPEC §9). The delay between attempts counts from the end of the
+// one that failed: an endpoint that timed out after 15 s gets its 5 s.
+func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, ended time.Time, retryAfter time.Duration, err error) store.WebhookDeliveryResult {
 	o := store.WebhookDeliveryResult{EndpointID: c.EndpointID, DeliveryID: c.DeliveryID, Attempt: a}
 	switch {
 	case err == nil && a.StatusCode/100 == 2:
@@ -350,7 +352,7 @@ func (w *Worker) decide(c store.WebhookDeliveryClaim, a store.WebhookAttempt, re
 	if a.StatusCode == http.StatusTooManyRequests || a.StatusCode == http.StatusServiceUnavailable {
 		delay = max(delay, min(retryAfter, MaxRetryAfter))
 	}
-	o.Status, o.NextAttempt = store.WebhookPending, a.At.Add(delay)
+	o.Status, o.NextAttempt = store.WebhookPending, ended.Add(delay)
 	return o
 }
 
