@@ -241,7 +241,7 @@ func TestMCPReadTools(t *testing.T) {
 		f.unfence(t, *read.Messages[0].From.Name) != "Ann Example" {
 		t.Errorf("read_thread: %+v", read)
 	}
-	if a := read.Messages[2].Attachments; len(a) != 1 || f.unfence(t, *a[0].Filename) != "specs.pdf" || a[0].ContentType != "application/pdf" || a[0].Bytes != 9 {
+	if a := read.Messages[2].Attachments; len(a) != 1 || f.unfence(t, *a[0].Filename) != "specs.pdf" || f.unfence(t, a[0].ContentType) != "application/pdf" || a[0].Bytes != 9 {
 		t.Errorf("attachments: %+v", a)
 	}
 	txt := text(res)
@@ -461,6 +461,12 @@ func TestMCPBadInput(t *testing.T) {
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "direction": "sideways", "timeout_seconds": 0}, `Error (invalid_request, argument direction): direction must be inbound, outbound or any.`},
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "max_chars": 10}, `Error (invalid_request, argument max_chars): max_chars must be an integer from 1000 to 131072.`},
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "body": "pdf"}, `Error (invalid_request, argument body): body must be extracted, text or html.`},
+		// As the REST send route: unknown fields inside an argument, and an
+		// empty key, are refused (nothing is sent).
+		{"send_message", map[string]any{"inbox_id": inbox, "to": []string{"a@example.com"}, "text": "x",
+			"attachments": []map[string]any{{"filename": "a", "content_base64": "aGk=", "disposition": "inline"}}}, `Error (invalid_request, argument disposition): Unknown field "disposition".`},
+		{"send_message", map[string]any{"inbox_id": inbox, "to": []string{"a@example.com"}, "text": "x", "idempotency_key": ""},
+			`Error (invalid_request, argument idempotency_key): idempotency_key must be 1–256 characters of A-Z a-z 0-9 - . _ ~ :`},
 	} {
 		if got := toolError(t, call(t, cs, cse.tool, cse.args)); got != cse.want {
 			t.Errorf("%s %v:\n got %q\nwant %q", cse.tool, cse.args, got, cse.want)

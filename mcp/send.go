@@ -26,7 +26,7 @@ type sendFields struct {
 	HTML           string                `json:"html,omitempty" jsonschema:"an HTML body, beside or instead of text"`
 	Attachments    []app.AttachmentInput `json:"attachments,omitempty" jsonschema:"files to attach"`
 	Headers        map[string]string     `json:"headers,omitempty" jsonschema:"extra headers: only X-* and List-Unsubscribe, List-Unsubscribe-Post, Auto-Submitted, Precedence, Keywords"`
-	IdempotencyKey string                `json:"idempotency_key,omitempty" jsonschema:"1 to 256 characters of A-Za-z0-9-._~:; a retry with the same key and arguments answers the first call's result and sends nothing (kept 30 days)"`
+	IdempotencyKey *string               `json:"idempotency_key,omitempty" jsonschema:"1 to 256 characters of A-Za-z0-9-._~:; a retry with the same key and arguments answers the first call's result and sends nothing (kept 30 days)"`
 }
 
 type sendArgs struct {
@@ -81,10 +81,10 @@ func (s *server) replyToMessage(ctx context.Context, c app.Caller, in *replyArgs
 // out.
 func (s *server) send(ctx context.Context, c app.Caller, tool, inboxID string, f sendFields, replyTo string) (render, error) {
 	var idem *app.Idempotency
-	if f.IdempotencyKey != "" {
+	if f.IdempotencyKey != nil { // "" too: an invalid key, as the REST header's
 		req := f
-		req.IdempotencyKey = ""
-		idem = &app.Idempotency{Key: f.IdempotencyKey, Param: "idempotency_key", Op: tool,
+		req.IdempotencyKey = nil
+		idem = &app.Idempotency{Key: *f.IdempotencyKey, Param: "idempotency_key", Op: tool,
 			Request: func() ([]byte, error) {
 				return json.Marshal(struct {
 					sendFields

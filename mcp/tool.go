@@ -181,11 +181,17 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 		}
 	}
 	in := new(In)
-	if err := json.Unmarshal(raw, in); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields() // inside an argument too: an attachment's, say
+	if err := dec.Decode(in); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
 			name := argName(schema, typ.Field)
 			return nil, app.Invalidf(name, "%s must be %s, not %s.", name, typeOf(schema, name), typ.Value)
+		}
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			field = strings.Trim(field, `"`)
+			return nil, app.Invalidf(field, "Unknown field %q.", field)
 		}
 		return nil, app.Invalidf("", "The arguments could not be read: %v.", err)
 	}
