@@ -84,7 +84,7 @@ func approvalObject(ap app.Approval, f *fence, n int) approvalJSON {
 	o.Draft.HTML, o.Draft.HTMLTruncated = part(d.HTML)
 	for _, a := range d.Attachments {
 		o.Draft.Attachments = append(o.Draft.Attachments, attachmentJSON{Filename: f.wrapPtr(strOrNull(cut(a.Filename, listCut))),
-			ContentType: a.ContentType, Bytes: int64(len(a.Data)), Disposition: a.Disposition})
+			ContentType: f.wrap(cut(a.ContentType, listCut)), Bytes: int64(len(a.Data)), Disposition: a.Disposition})
 	}
 	return o
 }

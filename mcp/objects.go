@@ -117,7 +117,7 @@ func addresses(as []app.Address, f *fence, n int) []addressJSON {
 type attachmentJSON struct {
 	ID           string  `json:"id"`
 	Filename     *string `json:"filename" jsonschema:"fenced; null when the part has none"`
-	ContentType  string  `json:"content_type"`
+	ContentType  string  `json:"content_type" jsonschema:"fenced: the sender wrote it"`
 	Bytes        int64   `json:"bytes"`
 	Disposition  string  `json:"disposition" jsonschema:"attachment or inline"`
 	Downloadable bool    `json:"downloadable" jsonschema:"whether the scan found it clean; only then the REST API serves it"`
@@ -126,7 +126,7 @@ type attachmentJSON struct {
 func attachments(atts []app.Attachment, f *fence, n int) []attachmentJSON {
 	out := make([]attachmentJSON, 0, len(atts))
 	for _, a := range atts {
-		out = append(out, attachmentJSON{ID: a.ID, Filename: f.wrapPtr(strOrNull(cutTo(a.Filename, n))), ContentType: a.ContentType,
+		out = append(out, attachmentJSON{ID: a.ID, Filename: f.wrapPtr(strOrNull(cutTo(a.Filename, n))), ContentType: f.wrap(cutTo(a.ContentType, n)),
 			Bytes: a.Bytes, Disposition: a.Disposition, Downloadable: app.Downloadable(a)})
 	}
 	return out
