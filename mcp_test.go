@@ -693,7 +693,33 @@ func TestMCPWaitForMessage(t *testing.T) {
 	if final.Messages == nil || len(final.Messages) != 0 || final.Cursor != empty.Cursor {
 		t.Fatalf("an expired wait: %+v", final)
 	}
+
+	// A stranger's message whose subject no result could hold (144,000
+	// characters) is answered cut, so the wait gets past it to the mail
+	// behind it, even at the most max_chars allows.
+	huge := strings.Repeat("word ", 200)
+	huge = strings.TrimSpace(strings.Repeat(huge+"\r\n ", 144))
+	mustSend(t, s.smtp, "inbox@localhost", "From: stranger@example.net\r\nMessage-ID: <wedge@x>\r\nSubject: "+huge+"\r\n\r\nhi\r\n")
+	mustSend(t, s.smtp, "inbox@localhost", "From: friend@example.com\r\nMessage-ID: <behind@x>\r\nSubject: real mail\r\n\r\nlegit\r\n")
+	cursor := final.Cursor
+	var subjects []string
+	for range 3 {
+		w := within(wait(map[string]any{"inbox_id": inbox, "after": cursor, "timeout_seconds": 0, "max_chars": 131072}), 20*time.Second)
+		if len(w.Messages) == 0 {
+			break
+		}
+		for _, subj := range w.subjects(t) {
+			subjects = append(subjects, cut(subj, 20))
+		}
+		cursor = w.Cursor
+	}
+	if want := []string{cut(strings.ReplaceAll(huge, "\r\n", ""), 20), "real mail"}; !slices.Equal(subjects, want) {
+		t.Errorf("past a message too large to show whole: %q, want %q", subjects, want)
+	}
 }
+
+// cut is s's first n bytes.
+func cut(s string, n int) string { return s[:min(n, len(s))] }
 
 // A shutdown ends a wait in flight at once, with the answer an expired
 // wait gives, and the server stops.
@@ -824,27 +850,37 @@ func TestMCPResultSizes(t *testing.T) {
 	}
 
 	// Metadata too large to fit: 700 recipients (about 60,000 characters
-	// of addresses) at the default; 3,000 even at the hard limit.
-	for _, cse := range []struct {
-		n        int
-		maxChars int
-		narrower string
-	}{{700, 0, "call get_message again with max_chars up to 131072"}, {3000, 131072, "GET /v1/projects/" + project + "/inboxes/" + inbox + "/messages/"}} {
+	// of addresses) fit the hard limit, not the default, and the error
+	// says so; 3,000 fit no result, and are shown cut.
+	many := func(n int) string {
 		var to []string
-		for i := range cse.n {
+		for i := range n {
 			to = append(to, fmt.Sprintf("r%04d@example.com", i))
 		}
 		mustSend(t, s.smtp, "inbox@localhost", fmt.Sprintf("From: many@example.com\r\nTo: %s\r\nMessage-ID: <many%d@x>\r\nSubject: many\r\n\r\nhi\r\n",
-			strings.Join(to, ",\r\n "), cse.n))
+			strings.Join(to, ",\r\n "), n))
 		structured(t, call(t, cs, "list_messages", map[string]any{"inbox_id": inbox, "limit": 1}), &feed)
-		args := map[string]any{"inbox_id": inbox, "message_id": feed.Messages[0].ID}
-		if cse.maxChars != 0 {
-			args["max_chars"] = cse.maxChars
+		return feed.Messages[0].ID
+	}
+	id = many(700)
+	if msg := toolError(t, call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": id})); len(msg) >= 2000 ||
+		!strings.HasPrefix(msg, "Error (result_too_large): ") || !strings.Contains(msg, "call get_message again with max_chars up to 131072") {
+		t.Errorf("700 recipients: %q", msg)
+	}
+	id = many(3000)
+	for _, maxChars := range []int{DefaultMaxCharsForTest, 131072} {
+		var got struct {
+			Message struct {
+				To           []mcpAddress
+				AddressesCut bool `json:"addresses_cut"`
+				MetadataCut  bool `json:"metadata_cut"`
+			}
 		}
-		res := call(t, cs, "get_message", args)
-		msg := toolError(t, res)
-		if len(msg) >= 2000 || !strings.HasPrefix(msg, "Error (result_too_large): ") || !strings.Contains(msg, cse.narrower) {
-			t.Errorf("%d recipients: %q", cse.n, msg)
+		res := call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": id, "max_chars": maxChars})
+		structured(t, res, &got)
+		if m := got.Message; len(m.To) != 5 || !m.AddressesCut || !m.MetadataCut || size(t, res) > maxChars ||
+			!strings.Contains(text(res), "the REST API shows it whole") {
+			t.Errorf("3000 recipients, max_chars %d: %d characters, %+v", maxChars, size(t, res), m)
 		}
 	}
 	// Lists and threads show the first addresses, so that such a message

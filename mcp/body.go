@@ -186,13 +186,32 @@ type bodied struct {
 	offset int
 }
 
+// bodiedBounds renders b's metadata (strings cut to n, lists to most)
+// and bounds what b takes of a result with its body at its widest.
+func bodiedBounds(b bodied, f *fence, n, most int, widest bodyJSON, jsonExtra, fenceLen int) (meta messageJSON, metaText string, jsonBound, textBound int, err error) {
+	meta = messageObject(b.m, b.atts, b.dels, f, n, most)
+	meta.MetadataCut = meta.MetadataCut || n > 0 // strings cut: said in the object and its text
+	j, err := encode(meta)
+	if err != nil {
+		return meta, "", 0, 0, err
+	}
+	var tb strings.Builder
+	writeMessageText(&tb, meta)
+	metaText = tb.String()
+	tb.Reset()
+	writeBodyText(&tb, widest, b.m.ID, f)
+	return meta, metaText, utf8.RuneCount(j) + jsonExtra, runes(metaText) + runes(tb.String()) + fenceLen + 3, nil
+}
+
 // fitBodied renders messages with their bodies (form) into the space
 // left: each whole while it fits; the first whose body does not fit is
 // cut where it must (truncated, next_offset) and ends the list; one
 // whose metadata does not fit ends the list before it. It answers the
 // objects and their text blocks, as many as fit; the caller knows, from
 // how many, where its list stopped. The first message must fit, or the
-// call is tooLarge. most cuts each address list (0: whole).
+// call is tooLarge, unless no result could hold its metadata whole:
+// then it is shown cut (compactCut, compactMost). most cuts each address
+// list and the attachments (0: whole).
 func fitBodied(ctx context.Context, sp *space, f *fence, form string, most int, msgs []bodied, narrower func(app.Message) string) ([]bodiedMessageJSON, []string, error) {
 	out := []bodiedMessageJSON{}
 	var texts []string
@@ -213,17 +232,19 @@ func fitBodied(ctx context.Context, sp *space, f *fence, form string, most int, 
 		if i > 0 {
 			sep = 1 // the comma in the JSON list
 		}
-		meta := messageObject(b.m, b.atts, b.dels, f, 0, most)
-		j, err := encode(meta)
+		meta, metaText, jsonBound, textBound, err := bodiedBounds(b, f, 0, most, widest, bodyBound+sep, fenceLen)
 		if err != nil {
 			return nil, nil, err
 		}
-		var tb strings.Builder
-		writeMessageText(&tb, meta)
-		metaText := tb.String()
-		tb.Reset()
-		writeBodyText(&tb, widest, b.m.ID, f)
-		jsonBound, textBound := utf8.RuneCount(j)+bodyBound+sep, runes(metaText)+runes(tb.String())+fenceLen+3
+		if i == 0 && !sp.fits(jsonBound, textBound) && (sp.limit >= HardMaxChars || max(jsonBound, textBound) > HardMaxChars) {
+			// No result can hold it whole: cut, so that the call (and
+			// wait_for_message's cursor) gets past it. One that a larger
+			// max_chars would hold is that error's advice, below.
+			meta, metaText, jsonBound, textBound, err = bodiedBounds(b, f, compactCut, compactMost, widest, bodyBound+sep, fenceLen)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
 		if !sp.fits(jsonBound, textBound) {
 			if i == 0 {
 				return nil, nil, tooLargef("message %s alone does not fit in %d characters: %s", b.m.ID, sp.limit, narrower(b.m))
@@ -236,7 +257,7 @@ func fitBodied(ctx context.Context, sp *space, f *fence, form string, most int, 
 		}
 		sp.take(jsonBound+ch.escaped, textBound+ch.chars)
 		o := bodiedMessageJSON{meta, bodyObject(ch, form, ok, f)}
-		tb.Reset()
+		var tb strings.Builder
 		tb.WriteString(metaText)
 		writeBodyText(&tb, o.Body, b.m.ID, f)
 		out = append(out, o)

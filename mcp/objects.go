@@ -152,22 +152,38 @@ type messageJSON struct {
 	Subject        string           `json:"subject" jsonschema:"fenced"`
 	CreatedAt      string           `json:"created_at"`
 	Attachments    []attachmentJSON `json:"attachments"`
+	MetadataCut    bool             `json:"metadata_cut" jsonschema:"the attachment list, or (for a message too large to show whole) the subject, names and address lists, were cut here; the REST API shows them whole"`
 }
 
-// How many addresses each list of a message shows outside get_message:
-// a message to thousands must not keep a list or a thread from showing
-// (or paging past) it.
+// How many addresses and attachments each list of a message shows
+// outside get_message: a message to thousands, or with thousands of
+// parts, must not keep a list or a thread from showing (or paging past)
+// it.
 const (
 	listAddresses   = 10 // in a list of messages
 	threadAddresses = 50 // in read_thread and wait_for_message
 )
 
+// A message whose metadata no result could hold whole is shown with its
+// strings and lists cut to these, whatever the tool: at most about 60
+// strings of 200 characters, which fit the default max_chars even
+// JSON-escaped, so a stranger's message cannot stop wait_for_message
+// (or read_thread) from getting past it.
+const (
+	compactCut  = 200
+	compactMost = 5
+)
+
 // messageObject renders a message's metadata; n cuts its strings and
-// most its address lists (0: whole).
+// most its address lists and attachments (0: whole).
 func messageObject(m app.Message, atts []app.Attachment, dels []app.DeliveryStatus, f *fence, n, most int) messageJSON {
+	attsCut := most > 0 && len(atts) > most
+	if attsCut {
+		atts = atts[:most]
+	}
 	o := messageJSON{ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Sequence: m.Sequence, Direction: m.Direction,
 		State: m.State, Echo: m.Echo, Simulated: m.Simulated, Subject: f.wrap(cutTo(m.Subject, n)), CreatedAt: timeJSON(m.CreatedAt),
-		Attachments: attachments(atts, f, n)}
+		Attachments: attachments(atts, f, n), MetadataCut: attsCut}
 	for _, l := range []struct {
 		dst *[]addressJSON
 		as  []app.Address
@@ -239,6 +255,9 @@ func writeMessageText(b *strings.Builder, o messageJSON) {
 	}
 	if o.AddressesCut {
 		b.WriteString("(Some address lists are cut here; get_message shows them all.)\n")
+	}
+	if o.MetadataCut {
+		b.WriteString("(This message's metadata is cut here to fit; the REST API shows it whole.)\n")
 	}
 	fmt.Fprintf(b, "Subject: %s\n", o.Subject)
 	for _, a := range o.Attachments {
