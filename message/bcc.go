@@ -19,8 +19,22 @@ func WithoutBcc(raw []byte) []byte {
 		if len(bytes.TrimRight(line, "\r\n")) == 0 {
 			break // the blank line that ends the header section
 		}
-		if line[0] != ' ' && line[0] != '\t' { // a field, not a continuation of one
-			dropping = isBccField(line)
+		// Which lines belong to a Bcc field is what the parser (readHeader)
+		// makes of them, quirks included: a field is what a reader of the
+		// copy may take as one.
+		content := bytes.TrimRight(line, "\r\n")
+		switch {
+		case pos == 0 && (line[0] == ' ' || line[0] == '\t'):
+			// QUIRK: whitespace before the first field; read as a field.
+			dropping = isBccField(bytes.TrimLeft(content, " \t"))
+		case line[0] == ' ' || line[0] == '\t':
+			// A continuation of the field before.
+		case validFieldLine(content):
+			dropping = isBccField(content)
+		default:
+			// No field: a continuation that lost its whitespace (the
+			// parser reads `Bcc: a,` then `b@x` as one field) or junk. It
+			// goes with a Bcc before it: a blind address is never kept.
 		}
 		if dropping && out == nil {
 			out = append(make([]byte, 0, len(raw)), raw[:pos]...)
