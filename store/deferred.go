@@ -21,11 +21,14 @@ const DeferWindow = 10 * time.Minute
 const resolveInterval = 15 * time.Second
 
 // hasUnconfirmedOutbound reports whether the inbox has an outbound message,
-// created within the window, whose final Message-ID is not confirmed.
-// Run for every ingest, so prepared (writeStmts).
+// created within the window, whose final Message-ID is not confirmed and
+// still may be: a send the relay refused for every recipient (bounced,
+// failed) will never get its 250, and holds nothing. Run for every
+// ingest, so prepared (writeStmts).
 const (
 	sqlUnconfirmedOutbound = `SELECT count(*) FROM messages
-		WHERE inbox_id = ? AND direction = 'outbound' AND message_id_confirmed = 0 AND created_at > ?`
+		WHERE inbox_id = ? AND direction = 'outbound' AND message_id_confirmed = 0 AND created_at > ?
+			AND state NOT IN ('bounced', 'failed')`
 	sqlDeferredDuplicate = `SELECT count(*) FROM deferred_messages WHERE inbox_id = ? AND raw_sha256 = ?`
 )
 

@@ -208,6 +208,36 @@ func TestUnconfirmedSendOlderThanWindowDefersNothing(t *testing.T) {
 	}
 }
 
+// A send the relay refused never gets its final Message-ID: it holds no
+// reply, and what it held is stored at the next pass.
+func TestRefusedSendDefersNothing(t *testing.T) {
+	db, _, clock, _, b := bootAt(t)
+	ctx := context.Background()
+	sendUnconfirmed(t, db, b.Inbox.ID, "refused@localhost")
+	d, err := db.Ingest(ctx, receivedAt(b.Inbox.ID, deferredReply, clock.Now()))
+	if err != nil || !d[0].Deferred {
+		t.Fatalf("before the relay answered: %+v %v", d, err)
+	}
+	claims, err := db.ClaimDeliveries(ctx, 10, time.Minute)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %+v %v", claims, err)
+	}
+	if err := db.RecordDeliveries(ctx, []DeliveryResult{{ID: claims[0].ID, Status: StatusBounced, Code: 550, Message: "5.7.1 Relaying denied"}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = db.Ingest(ctx, receivedAt(b.Inbox.ID, "Message-ID: <r2@supplier.example>\r\nIn-Reply-To: <ses-rewritten-2@email.amazonses.com>\r\nSubject: Re: quote\r\n\r\nb\r\n", clock.Now()))
+	if err != nil || d[0].Deferred {
+		t.Fatalf("after the relay refused the send: %+v %v", d, err)
+	}
+	stored, err := db.ResolveDeferred(ctx, "")
+	if err != nil || len(stored) != 1 || stored[0].Match != "new" {
+		t.Fatalf("the pass after the refusal: %+v %v", stored, err)
+	}
+	if n, _, _ := db.DeferredCount(ctx); n != 0 {
+		t.Errorf("deferred count %d", n)
+	}
+}
+
 // A delivery claimed by a process that died mid-attempt is due again at
 // the next start, not after its lease.
 func TestReleaseClaims(t *testing.T) {
