@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -59,10 +58,6 @@ type InboxInput struct {
 
 var sendPolicies = []string{"allow", "approve_all", "approve_external"}
 
-func validDomain(d string) bool {
-	return d != "" && !strings.ContainsAny(d, " \t\r\n@<>\"") && !strings.HasPrefix(d, ".") && !strings.HasSuffix(d, ".")
-}
-
 // validatePatchable checks the fields an update may change.
 func (in *InboxInput) validatePatchable() error {
 	for _, err := range []error{notNull("send_policy", in.SendPolicy), notNull("allowed_domains", in.AllowedDomains)} {
@@ -77,7 +72,7 @@ func (in *InboxInput) validatePatchable() error {
 		return Invalidf("send_policy", "send_policy must be allow, approve_all or approve_external.")
 	}
 	for i, d := range in.AllowedDomains.V {
-		if !validDomain(d) {
+		if !store.ValidDomain(d) {
 			return Invalidf("allowed_domains", "allowed_domains holds an invalid domain %q.", d)
 		}
 		in.AllowedDomains.V[i] = strings.ToLower(d) // domains are case-insensitive
@@ -106,9 +101,7 @@ func (a *App) CreateInbox(ctx context.Context, c Caller, decode Decoder) (store.
 	default:
 		return store.Inbox{}, Invalidf("address", "address (or username and domain) is required.")
 	}
-	addr, err := mail.ParseAddress(address)
-	local, domain, ok := strings.Cut(address, "@")
-	if err != nil || addr.Address != address || !ok || local == "" || strings.Contains(local, "+") || !validDomain(domain) {
+	if !store.ValidInboxAddress(address) {
 		return store.Inbox{}, Invalidf("address", "address %q is not a valid inbox address (user@domain, no +tag).", address)
 	}
 	env := "live"

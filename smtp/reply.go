@@ -28,6 +28,10 @@ var errNestedMail = &gosmtp.SMTPError{Code: 503, EnhancedCode: gosmtp.EnhancedCo
 var (
 	errUnknownRecipient = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
 	errRelayDenied      = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
+	// errNoInboxAddress answers, under an accept policy that creates
+	// inboxes, an address no inbox can have: unknown, whatever its domain
+	// (so never "Relaying denied").
+	errNoInboxAddress   = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here: not an inbox address"}
 	errSenderNotAllowed = &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 7, 1}, Message: "From is not an inbox this key may send from"}
 )
 

@@ -375,9 +375,11 @@ func (s *Server) resolve(ctx context.Context, sent string) (store.Target, error)
 	}
 	base, tag := message.SplitTag(sent)
 	_, domain, _ := splitAddress(base)
-	switch {
-	case s.cfg.Accept == AcceptAny,
-		s.cfg.Accept == AcceptDomain && slices.Contains(s.cfg.Domains, domain):
+	if s.cfg.Accept == AcceptAny || s.cfg.Accept == AcceptDomain && slices.Contains(s.cfg.Domains, domain) {
+		if !store.ValidInboxAddress(base) {
+			// `"a b"@x`, `"a@b"@x`: POST /inboxes would not create it either.
+			return store.Target{}, errNoInboxAddress
+		}
 		return store.Target{Address: base, Tag: tag}, nil
 	}
 	return store.Target{}, errUnknownRecipient

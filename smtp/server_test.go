@@ -343,6 +343,38 @@ func TestAcceptPolicies(t *testing.T) {
 	}
 }
 
+// The accept policies that create inboxes create only what POST /inboxes
+// would: an address no inbox can have is an unknown recipient.
+func TestAcceptAnyCreatesOnlyValidInboxes(t *testing.T) {
+	e := start(t, Config{Accept: AcceptAny}, nil)
+	ctx := context.Background()
+	before, err := e.db.ListInboxes(ctx, e.boot.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, e.addr)
+	if err := c.Mail("a@example.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rcpt := range []string{`"a b"@example.net`, `"evil@gmail.com"@localhost`, "+only@example.net", "a@b..c"} {
+		err := c.Rcpt(rcpt, nil)
+		if code, enh, _ := smtpCode(t, err); code != 550 || enh != (gosmtp.EnhancedCode{5, 1, 1}) {
+			t.Errorf("RCPT %s: %v, want 550 5.1.1", rcpt, err)
+		}
+	}
+	if err := c.Rcpt("new@example.net", nil); err != nil {
+		t.Fatalf("a valid address: %v", err)
+	}
+	c.Reset()
+	if err := send(c, "a@example.com", []string{"new@example.net"}, "Subject: hi\r\n\r\nx\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.db.ListInboxes(ctx, e.boot.ProjectID)
+	if err != nil || len(after) != len(before)+1 {
+		t.Errorf("inboxes %d, then %d (%v): want only new@example.net created", len(before), len(after), err)
+	}
+}
+
 func TestAuthOnlyOverTLS(t *testing.T) {
 	tlsCfg, err := SelfSignedTLS("mx.test")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/mail"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,22 @@ import (
 
 	"github.com/inboxd/inboxd/message"
 )
+
+// ValidInboxAddress reports whether address can name an inbox:
+// user@domain as net/mail reads it back unchanged, no +tag (a tag is kept
+// on the message, SPEC §2), a domain ValidDomain accepts. POST /inboxes
+// and the accept policies that create inboxes over SMTP both hold to it.
+func ValidInboxAddress(address string) bool {
+	addr, err := mail.ParseAddress(address)
+	local, domain, ok := strings.Cut(address, "@")
+	return err == nil && addr.Address == address && ok && local != "" && !strings.Contains(local, "+") && ValidDomain(domain)
+}
+
+// ValidDomain reports whether d can be a mail domain here (an inbox's, an
+// allowed_domains entry).
+func ValidDomain(d string) bool {
+	return d != "" && !strings.ContainsAny(d, " \t\r\n@<>\"") && !strings.HasPrefix(d, ".") && !strings.HasSuffix(d, ".")
+}
 
 // Inbox is one address on this gateway.
 type Inbox struct {
