@@ -27,8 +27,12 @@ type parser struct {
 	rawHTML string // the main HTML body before sanitizing, for reply extraction
 	leaves  int
 	report  bool // a delivery status report was seen; only the first counts
-	spill   func() Blob
-	bufs    *readBufs
+	// bodyDone: the main body has been read (the part of a multipart/mixed
+	// that gave Text or HTML): a text part after it, a list's footer say,
+	// is an inline attachment, not the body.
+	bodyDone bool
+	spill    func() Blob
+	bufs     *readBufs
 }
 
 func (ps *parser) fail(format string, args ...any) {
@@ -68,7 +72,7 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 	if strings.HasPrefix(ct.media, "multipart/") {
 		if depth >= maxDepth {
 			ps.fail("MIME structure nested deeper than %d levels", maxDepth)
-			ps.leaf(h, mediaType{media: "application/octet-stream"}, body)
+			ps.leaf(h, mediaType{media: "application/octet-stream"}, body, false)
 			return
 		}
 		if b := ct.params["boundary"]; b != "" {
@@ -81,7 +85,7 @@ func (ps *parser) entity(h textproto.Header, body io.Reader, depth int, defaultT
 		ps.fail("multipart without boundary")
 		ct = mediaType{media: "text/plain", valid: false, params: map[string]string{}}
 	}
-	ps.leaf(h, ct, body)
+	ps.leaf(h, ct, body, depth == 0)
 }
 
 func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth int) {
@@ -116,7 +120,7 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 				// that changed the boundary, or a truncated header) still
 				// carries readable content; keep it as text rather than lose it.
 				ps.fail("multipart: boundary %q not found", boundary)
-				ps.leaf(textproto.Header{}, mediaType{media: "text/plain", params: map[string]string{}}, bytes.NewReader(capture.buf))
+				ps.leaf(textproto.Header{}, mediaType{media: "text/plain", params: map[string]string{}}, bytes.NewReader(capture.buf), false)
 			default:
 				ps.fail("multipart: boundary %q not found", boundary)
 			}
@@ -127,6 +131,7 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 			ps.fail("part header: %v", err)
 		}
 		capture.stop()
+		hadBody := [2]bool{ps.out.HasText, ps.out.HasHTML}
 		if report != nil {
 			// The report's parts are attachments as ever; the DSN reads the
 			// one the part added.
@@ -137,6 +142,17 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 			}
 		} else {
 			ps.entity(h, part, depth+1, partDefault)
+		}
+		// In a multipart/mixed (any kind but the alternatives of one body
+		// and a body with its related parts), a multipart part that gave a
+		// body is the main body whole (SPEC §3: text is the text/plain of
+		// the main body), and text parts after it are attachments: a list
+		// footer after an HTML-only alternative is not the message's text.
+		// A single text part may still be followed by its other form (a
+		// nested multipart reusing its parent's boundary reads so).
+		if ct.media != "multipart/alternative" && ct.media != "multipart/related" && hadBody != [2]bool{ps.out.HasText, ps.out.HasHTML} &&
+			strings.HasPrefix(parseContentType(h.Get("Content-Type"), partDefault).media, "multipart/") {
+			ps.bodyDone = true
 		}
 		if _, err := io.Copy(io.Discard, part); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -152,8 +168,11 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 }
 
 // leaf handles a non-multipart entity: the first text/plain and text/html
-// parts of the main body become Text and HTML, everything else an attachment.
-func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
+// parts of the main body become Text and HTML, everything else an
+// attachment. root is a message of one part: its text is the body, a
+// name= on it (some mailers add one) notwithstanding, unless it is
+// marked an attachment.
+func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader, root bool) {
 	ps.leaves++
 	if ps.leaves > maxParts {
 		if ps.leaves == maxParts+1 {
@@ -165,7 +184,7 @@ func (ps *parser) leaf(h textproto.Header, ct mediaType, body io.Reader) {
 	filename := partFilename(dparams, ct.params)
 	cid := contentID(h.Get("Content-Id"))
 
-	isBodyCandidate := disp != "attachment" && filename == ""
+	isBodyCandidate := disp != "attachment" && (filename == "" || root) && !ps.bodyDone
 	isText := isBodyCandidate && (ct.media == "text/plain" && !ps.out.HasText || ct.media == "text/html" && !ps.out.HasHTML)
 	var data []byte
 	var large Blob
