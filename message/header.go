@@ -282,12 +282,37 @@ func parseAddressList(v string) []Address {
 			i++
 			item += "," + items[i]
 		}
-		// QUIRK: several "Name <addr>" without commas between them.
-		for _, seg := range splitAngleGroups(item) {
-			out = append(out, fallbackAddress(seg))
+		// QUIRK: several "Name <addr>" without commas between them, or
+		// separated by semicolons (Outlook's habit).
+		for _, group := range splitList(item, ';') {
+			for _, seg := range splitAngleGroups(group) {
+				out = append(out, looseAddresses(seg)...)
+			}
 		}
 	}
 	return out
+}
+
+// looseAddresses is fallbackAddress, except that a piece without angle
+// brackets holding several addresses (QUIRK: "a@x b@y", separated by
+// spaces) is one address each: no recipient is folded into a name.
+func looseAddresses(seg string) []Address {
+	if strings.TrimSpace(seg) == "" {
+		return nil
+	}
+	if a, err := gomail.ParseAddress(strings.TrimSpace(seg)); err == nil {
+		return []Address{{Email: a.Address, Name: decodeName(a.Name)}}
+	}
+	if !strings.ContainsAny(seg, "<\"") {
+		if found := emailish.FindAllString(seg, -1); len(found) > 1 {
+			out := make([]Address, len(found))
+			for i, email := range found {
+				out[i] = Address{Email: strings.Trim(email, ".")}
+			}
+			return out
+		}
+	}
+	return []Address{fallbackAddress(seg)}
 }
 
 // decodeName decodes encoded-words that net/mail leaves alone.
@@ -348,7 +373,11 @@ func cleanName(s string) string {
 
 // splitAddressList splits at commas outside quoted strings, comments and
 // angle brackets.
-func splitAddressList(v string) []string {
+func splitAddressList(v string) []string { return splitList(v, ',') }
+
+// splitList splits at sep outside quoted strings, comments and angle
+// brackets.
+func splitList(v string, sep byte) []string {
 	var out []string
 	var quoted, escaped bool
 	depth, angle := 0, 0
@@ -371,7 +400,7 @@ func splitAddressList(v string) []string {
 			angle++
 		case c == '>' && angle > 0:
 			angle--
-		case c == ',' && depth == 0 && angle == 0:
+		case c == sep && depth == 0 && angle == 0:
 			out = append(out, v[start:i])
 			start = i + 1
 		}
