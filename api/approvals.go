@@ -26,7 +26,7 @@ type draftJSON struct {
 	To          []addressJSON    `json:"to"`
 	Cc          []addressJSON    `json:"cc"`
 	Bcc         []addressJSON    `json:"bcc"`
-	Subject     string           `json:"subject"`
+	Subject     *string          `json:"subject"`
 	Text        *string          `json:"text"`
 	HTML        *string          `json:"html"`
 	Attachments []attachmentJSON `json:"attachments"`
@@ -35,7 +35,7 @@ type draftJSON struct {
 func approvalObject(a app.Approval) approvalJSON {
 	dr := app.DraftOf(a)
 	d := draftJSON{
-		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), Subject: dr.Subject,
+		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), Subject: strOrNull(dr.Subject),
 		Text: dr.Text, HTML: dr.HTML, Attachments: make([]attachmentJSON, 0, len(dr.Attachments)),
 	}
 	for _, at := range dr.Attachments {

@@ -385,3 +385,40 @@ func TestKeysWithinGrant(t *testing.T) {
 		t.Errorf("unrestricted narrow key lists %v", got)
 	}
 }
+
+// TestEmptySubjectAndPreviewAreNull: a message without a subject or a
+// body shows them as null, never "" (SPEC §5.1: empty values are null),
+// on the message, its thread row and a held draft; a real subject stays
+// a string.
+func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	d := e.deliver(ib, "From: a@example.com\r\nTo: inbox@localhost\r\nMessage-ID: <bare@example.com>\r\n\r\n")
+	named := e.deliver(ib, "From: a@example.com\r\nTo: inbox@localhost\r\nSubject: Hi\r\nMessage-ID: <named@example.com>\r\n\r\nHello\r\n")
+
+	isNull := func(what string, o map[string]any, fields ...string) {
+		t.Helper()
+		for _, f := range fields {
+			if v, ok := o[f]; !ok || v != nil {
+				t.Errorf("%s %s = %#v (present %v), want null", what, f, v, ok)
+			}
+		}
+	}
+	isNull("message", e.get(e.admin, e.path("/inboxes/%s/messages/%s", ib, d.MessageID)).json(t), "subject", "preview")
+	if m := e.get(e.admin, e.path("/inboxes/%s/messages/%s", ib, named.MessageID)).json(t); m["subject"] != "Hi" || m["preview"] != "Hello" {
+		t.Errorf("named message: subject %#v preview %#v", m["subject"], m["preview"])
+	}
+	for _, th := range e.get(e.admin, e.path("/inboxes/%s/threads", ib)).json(t)["data"].([]any) {
+		if th := th.(map[string]any); th["id"] == d.ThreadID {
+			isNull("thread row", th, "subject", "preview")
+		}
+	}
+	isNull("thread message", e.get(e.admin, e.path("/inboxes/%s/threads/%s/messages", ib, d.ThreadID)).json(t)["data"].([]any)[0].(map[string]any), "subject", "preview")
+
+	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_all"}`); r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	held := e.sendReq(e.admin, ib, "", `{"to":["x@example.net"],"text":"no subject"}`).json(t)
+	a := e.get(e.admin, e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])).json(t)
+	isNull("draft", a["draft"].(map[string]any), "subject")
+}

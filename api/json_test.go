@@ -52,7 +52,7 @@ func (g *gen) address() addressJSON { return addressJSON{Email: g.str(), Name: g
 
 func (g *gen) message() messageJSON {
 	m := messageJSON{
-		ID: g.str(), ThreadID: g.str(), InboxID: g.str(), Direction: g.str(), Subject: g.str(), Preview: g.str(),
+		ID: g.str(), ThreadID: g.str(), InboxID: g.str(), Direction: g.str(), Subject: g.strOrNull(), Preview: g.strOrNull(),
 		State: g.str(), Environment: g.str(), Simulated: g.bit(), Echo: g.bit(),
 		To: genSlice(g, g.address), Cc: genSlice(g, g.address), Bcc: genSlice(g, g.address), ReplyTo: genSlice(g, g.address),
 		Recipients: genSlice(g, func() recipientJSON {
@@ -78,7 +78,7 @@ func (g *gen) threadMessage() threadMessageJSON {
 }
 
 func (g *gen) thread() threadJSON {
-	return threadJSON{ID: g.str(), InboxID: g.str(), Subject: g.str(), Preview: g.str(), MessageCount: g.int(),
+	return threadJSON{ID: g.str(), InboxID: g.str(), Subject: g.strOrNull(), Preview: g.strOrNull(), MessageCount: g.int(),
 		LastMessageAt: g.str(), LastMessageDirection: g.str(), CreatedAt: g.str()}
 }
 

@@ -276,8 +276,8 @@ type messageJSON struct {
 	ThreadID              string           `json:"thread_id"`
 	InboxID               string           `json:"inbox_id"`
 	Direction             string           `json:"direction"`
-	Subject               string           `json:"subject"`
-	Preview               string           `json:"preview"`
+	Subject               *string          `json:"subject"`
+	Preview               *string          `json:"preview"`
 	State                 string           `json:"state"`
 	Environment           string           `json:"environment"`
 	Simulated             bool             `json:"simulated"`
@@ -306,8 +306,8 @@ func (m *messageJSON) appendJSON(b []byte) []byte {
 	b = appendString(append(b, `,"thread_id":`...), m.ThreadID)
 	b = appendString(append(b, `,"inbox_id":`...), m.InboxID)
 	b = appendString(append(b, `,"direction":`...), m.Direction)
-	b = appendString(append(b, `,"subject":`...), m.Subject)
-	b = appendString(append(b, `,"preview":`...), m.Preview)
+	b = appendStringOrNull(append(b, `,"subject":`...), m.Subject)
+	b = appendStringOrNull(append(b, `,"preview":`...), m.Preview)
 	b = appendString(append(b, `,"state":`...), m.State)
 	b = appendString(append(b, `,"environment":`...), m.Environment)
 	b = strconv.AppendBool(append(b, `,"simulated":`...), m.Simulated)
@@ -352,7 +352,7 @@ func firstToStatus(dels []app.DeliveryStatus) *string {
 // recipients with their delivery status.
 func messageObject(m app.Message, environment string, atts []app.Attachment, dels []app.DeliveryStatus) messageJSON {
 	o := messageJSON{
-		ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Direction: m.Direction, Subject: m.Subject, Preview: m.Preview,
+		ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Direction: m.Direction, Subject: strOrNull(m.Subject), Preview: strOrNull(m.Preview),
 		State: m.State, Environment: environment, Simulated: m.Simulated, Echo: m.Echo,
 		To: addresses(m.To), Cc: addresses(m.Cc), Bcc: addresses(m.Bcc), ReplyTo: addresses(m.ReplyTo),
 		Attachments: make([]attachmentJSON, 0, len(atts)), CreatedAt: timeJSON(m.CreatedAt),

@@ -69,21 +69,21 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 }
 
 type threadJSON struct {
-	ID                   string `json:"id"`
-	InboxID              string `json:"inbox_id"`
-	Subject              string `json:"subject"`
-	Preview              string `json:"preview"`
-	MessageCount         int64  `json:"message_count"`
-	LastMessageAt        string `json:"last_message_at"`
-	LastMessageDirection string `json:"last_message_direction"`
-	CreatedAt            string `json:"created_at"`
+	ID                   string  `json:"id"`
+	InboxID              string  `json:"inbox_id"`
+	Subject              *string `json:"subject"`
+	Preview              *string `json:"preview"`
+	MessageCount         int64   `json:"message_count"`
+	LastMessageAt        string  `json:"last_message_at"`
+	LastMessageDirection string  `json:"last_message_direction"`
+	CreatedAt            string  `json:"created_at"`
 }
 
 func (t *threadJSON) appendJSON(b []byte) []byte {
 	b = appendString(append(b, `{"id":`...), t.ID)
 	b = appendString(append(b, `,"inbox_id":`...), t.InboxID)
-	b = appendString(append(b, `,"subject":`...), t.Subject)
-	b = appendString(append(b, `,"preview":`...), t.Preview)
+	b = appendStringOrNull(append(b, `,"subject":`...), t.Subject)
+	b = appendStringOrNull(append(b, `,"preview":`...), t.Preview)
 	b = strconv.AppendInt(append(b, `,"message_count":`...), t.MessageCount, 10)
 	b = appendString(append(b, `,"last_message_at":`...), t.LastMessageAt)
 	b = appendString(append(b, `,"last_message_direction":`...), t.LastMessageDirection)
@@ -93,7 +93,7 @@ func (t *threadJSON) appendJSON(b []byte) []byte {
 
 func threadObject(t app.Thread) threadJSON {
 	return threadJSON{
-		ID: t.ID, InboxID: t.InboxID, Subject: t.Subject, Preview: t.Preview, MessageCount: t.MessageCount,
+		ID: t.ID, InboxID: t.InboxID, Subject: strOrNull(t.Subject), Preview: strOrNull(t.Preview), MessageCount: t.MessageCount,
 		LastMessageAt: timeJSON(t.LastMessageAt), LastMessageDirection: t.LastMessageDirection, CreatedAt: timeJSON(t.CreatedAt),
 	}
 }
