@@ -15,6 +15,17 @@ func evc(seq int64) string {
 	return "evc_" + base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d", seq))
 }
 
+// evc is the cursor at the nth event of the env's log: a log counts on
+// from where its start put the counter (store.Open), not from 0.
+func (e *env) evc(n int64) string {
+	e.t.Helper()
+	p := e.events(e.admin, "limit=1")
+	if len(p.Data) != 1 {
+		e.t.Fatalf("the log's first event: %+v", p)
+	}
+	return evc(p.Data[0].Sequence - 1 + n)
+}
+
 // TestEventCursorIsAPosition: a cursor that is not a position in the
 // key's project's log is 400 invalid_cursor (SPEC §8).
 func TestEventCursorIsAPosition(t *testing.T) {
@@ -27,15 +38,15 @@ func TestEventCursorIsAPosition(t *testing.T) {
 	e.deliver("ibx_other", rawMail("foreign@x", "s", "b")) // seq 4, another project's
 	e.deliver(e.boot.Inbox.ID, rawMail("c3@x", "s", "b"))  // seq 5
 	p := e.events(e.admin, "")
-	if len(p.Data) != 4 || p.NextCursor != evc(5) {
+	if len(p.Data) != 4 || p.NextCursor != e.evc(5) {
 		t.Fatalf("log: %d events, next %s", len(p.Data), p.NextCursor)
 	}
-	for _, c := range []string{evc(0), evc(1), evc(3), evc(5)} {
+	for _, c := range []string{evc(0), e.evc(1), e.evc(3), e.evc(5)} {
 		if r := e.get(e.admin, e.path("/events?after=%s", url.QueryEscape(c))); r.status != 200 {
 			t.Errorf("after=%s (a position): %d %s", c, r.status, r.body)
 		}
 	}
-	for _, c := range []string{evc(4), evc(6), evc(1 << 40), "evc_" + "!!", "evc_", evc(5) + "x", "bogus"} {
+	for _, c := range []string{e.evc(4), e.evc(6), e.evc(1 << 40), "evc_" + "!!", "evc_", e.evc(5) + "x", "bogus"} {
 		r := e.get(e.admin, e.path("/events?after=%s", url.QueryEscape(c)))
 		if code, param := errParam(t, r); r.status != 400 || code != "invalid_cursor" || param != "after" {
 			t.Errorf("after=%s: %d %s, want 400 invalid_cursor", c, r.status, r.body)
@@ -59,14 +70,14 @@ func TestEventCursorAdvancesPastSkipped(t *testing.T) {
 	}
 	// Nothing matches: the cursor still moves to the end of the log.
 	p := e.events(e.admin, "type=message.queued")
-	if len(p.Data) != 0 || p.HasMore || p.NextCursor != evc(14) {
-		t.Fatalf("no match: %+v, want next_cursor %s", p, evc(14))
+	if len(p.Data) != 0 || p.HasMore || p.NextCursor != e.evc(14) {
+		t.Fatalf("no match: %+v, want next_cursor %s", p, e.evc(14))
 	}
 	// And from there the next match is found.
 	// The send appends message.queued (15) and message.captured (16).
 	q := e.sendReq(e.admin, e.boot.Inbox.ID, "", `{"to":["a@example.com"],"text":"t"}`).json(t)
 	p = e.events(e.admin, "type=message.queued&after="+url.QueryEscape(p.NextCursor))
-	if len(p.Data) != 1 || p.Data[0].Data["message_id"] != q["message_id"] || p.NextCursor != evc(16) {
+	if len(p.Data) != 1 || p.Data[0].Data["message_id"] != q["message_id"] || p.NextCursor != e.evc(16) {
 		t.Fatalf("after the cursor: %+v", p)
 	}
 	// Paging inbox A's events two at a time across B's.
@@ -88,8 +99,8 @@ func TestEventCursorAdvancesPastSkipped(t *testing.T) {
 	if !slices.Equal(got, wantA) {
 		t.Errorf("paged %v, want %v", got, wantA)
 	}
-	if cursor != evc(16) {
-		t.Errorf("last cursor %s, want %s (the last event examined)", cursor, evc(16))
+	if cursor != e.evc(16) {
+		t.Errorf("last cursor %s, want %s (the last event examined)", cursor, e.evc(16))
 	}
 }
 
@@ -115,11 +126,11 @@ func TestEventScanBound(t *testing.T) {
 			break
 		}
 	}
-	if want := []string{evc(3), evc(6), evc(8)}; !slices.Equal(cursors, want) {
+	if want := []string{e.evc(3), e.evc(6), e.evc(8)}; !slices.Equal(cursors, want) {
 		t.Errorf("cursors %v, want %v", cursors, want)
 	}
-	if p := e.events(e.admin, "wait=30&type=message.queued"); len(p.Data) != 0 || !p.HasMore || p.NextCursor != evc(3) {
-		t.Errorf("a wait from the start: %+v, want an empty page at %s with has_more", p, evc(3))
+	if p := e.events(e.admin, "wait=30&type=message.queued"); len(p.Data) != 0 || !p.HasMore || p.NextCursor != e.evc(3) {
+		t.Errorf("a wait from the start: %+v, want an empty page at %s with has_more", p, e.evc(3))
 	}
 	select {
 	case <-waited:
@@ -136,7 +147,7 @@ func TestEventScanBound(t *testing.T) {
 	// poll examines both.
 	q := e.sendReq(e.admin, e.boot.Inbox.ID, "", `{"to":["a@example.com"],"text":"t"}`).json(t)
 	p := <-got
-	if len(p.Data) != 1 || p.Data[0].Data["message_id"] != q["message_id"] || p.NextCursor != evc(11) {
-		t.Errorf("wait answered %+v, want the queued event, cursor at %s", p, evc(11))
+	if len(p.Data) != 1 || p.Data[0].Data["message_id"] != q["message_id"] || p.NextCursor != e.evc(11) {
+		t.Errorf("wait answered %+v, want the queued event, cursor at %s", p, e.evc(11))
 	}
 }

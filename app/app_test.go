@@ -107,6 +107,21 @@ func (e *env) deliver(inboxID, raw string) store.Delivered {
 	return d[0]
 }
 
+// seq is the seq of the nth event of the env's log (n ≥ 1 once there is
+// one): a log counts on from where its start put the counter (store.Open),
+// not from 0.
+func (e *env) seq(n int64) int64 {
+	e.t.Helper()
+	p, err := e.app.Events(e.ctx, e.caller(nil, "events:read"), EventsParams{Limit: "1"})
+	if err != nil || len(p.Events) != 1 {
+		e.t.Fatalf("the log's first event: %+v %v", p, err)
+	}
+	return p.Events[0].Seq - 1 + n
+}
+
+// cursor is the event cursor at the nth event of the env's log.
+func (e *env) cursor(n int64) string { return eventCursor(e.seq(n)) }
+
 // rawMail is a message with a Message-ID, a subject, extra headers and a body.
 func rawMail(id, subject, body string, headers ...string) string {
 	h := ""

@@ -39,8 +39,8 @@ func TestEventsParameters(t *testing.T) {
 		{EventsParams{Limit: "101", Wait: "61", After: "x"}, EInvalidRequest, "limit", "limit must be an integer from 1 to 100."},
 		{EventsParams{Wait: "61", After: "x"}, EInvalidRequest, "wait", "wait must be an integer number of seconds from 0 to 60."},
 		{EventsParams{After: "x", Types: []string{"nope"}}, EInvalidCursor, "after", "Cursor is invalid, expired, or belongs to another filter."},
-		{EventsParams{After: eventCursor(4), Types: []string{"nope"}}, EInvalidCursor, "after", "Cursor is invalid, expired, or belongs to another filter."},
-		{EventsParams{After: eventCursor(3), Types: []string{"message.received,nope"}, InboxID: other.ID}, EInvalidRequest, "type", `Unknown event type "nope".`},
+		{EventsParams{After: e.cursor(4), Types: []string{"nope"}}, EInvalidCursor, "after", "Cursor is invalid, expired, or belongs to another filter."},
+		{EventsParams{After: e.cursor(3), Types: []string{"message.received,nope"}, InboxID: other.ID}, EInvalidRequest, "type", `Unknown event type "nope".`},
 	} {
 		_, err := e.app.Events(e.ctx, c, x.p)
 		wantError(t, err, x.code, x.param)
@@ -51,8 +51,8 @@ func TestEventsParameters(t *testing.T) {
 	if _, err := e.app.Events(e.ctx, c, EventsParams{InboxID: other.ID}); err != ErrNotFound {
 		t.Errorf("inbox_id outside the grant: %v", err)
 	}
-	p, err := e.app.Events(e.ctx, c, EventsParams{After: eventCursor(1), Types: []string{"message.received", "message.queued"}, InboxID: ib})
-	if err != nil || len(p.Events) != 2 || p.Events[0].Seq != 2 || p.Next != eventCursor(3) || p.HasMore {
+	p, err := e.app.Events(e.ctx, c, EventsParams{After: e.cursor(1), Types: []string{"message.received", "message.queued"}, InboxID: ib})
+	if err != nil || len(p.Events) != 2 || p.Events[0].Seq != e.seq(2) || p.Next != e.cursor(3) || p.HasMore {
 		t.Errorf("after 1: %+v, %v", p, err)
 	}
 }
@@ -66,7 +66,7 @@ func TestEventsOfTheGrant(t *testing.T) {
 	e.deliver(ib, rawMail("m@x", "s", "b"))
 	e.deliver(other.ID, rawMail("o@x", "s", "b"))
 	p, err := e.app.Events(e.ctx, e.caller([]string{ib}, "events:read"), EventsParams{})
-	if err != nil || len(p.Events) != 1 || p.Events[0].InboxID != ib || p.Next != eventCursor(2) {
+	if err != nil || len(p.Events) != 1 || p.Events[0].InboxID != ib || p.Next != e.cursor(2) {
 		t.Fatalf("restricted: %+v, %v", p, err)
 	}
 	all, err := e.app.Events(e.ctx, e.caller(nil, "events:read"), EventsParams{})
@@ -87,7 +87,7 @@ func TestEventsScanAndWait(t *testing.T) {
 	}
 	c := e.caller(nil, "events:read")
 	p, err := e.app.Events(e.ctx, c, EventsParams{Types: []string{"message.queued"}, Wait: "30"})
-	if err != nil || len(p.Events) != 0 || p.Next != eventCursor(3) || !p.HasMore {
+	if err != nil || len(p.Events) != 0 || p.Next != e.cursor(3) || !p.HasMore {
 		t.Fatalf("a wait from the start: %+v, %v; want an empty page at 3 with has_more", p, err)
 	}
 	select {
@@ -96,14 +96,14 @@ func TestEventsScanAndWait(t *testing.T) {
 	default:
 	}
 	p, err = e.app.Events(e.ctx, c, EventsParams{After: p.Next, Types: []string{"message.queued"}})
-	if err != nil || len(p.Events) != 0 || p.Next != eventCursor(5) || p.HasMore {
+	if err != nil || len(p.Events) != 0 || p.Next != e.cursor(5) || p.HasMore {
 		t.Fatalf("read on: %+v, %v; want an empty page at the end, 5", p, err)
 	}
 
 	other := e.inbox("other@example.com")
-	got := make(chan EventPage, 1)
+	got, at5 := make(chan EventPage, 1), e.cursor(5)
 	go func() {
-		p, err := e.app.Events(e.ctx, c, EventsParams{After: eventCursor(5), Types: []string{"message.received"}, InboxID: ib, Wait: "30"})
+		p, err := e.app.Events(e.ctx, c, EventsParams{After: at5, Types: []string{"message.received"}, InboxID: ib, Wait: "30"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -114,7 +114,7 @@ func TestEventsScanAndWait(t *testing.T) {
 	<-waited
 	d := e.deliver(ib, rawMail("hit@x", "s", "b"))
 	p = <-got
-	if len(p.Events) != 1 || p.Events[0].Seq != 7 || p.Next != eventCursor(7) {
+	if len(p.Events) != 1 || p.Events[0].Seq != e.seq(7) || p.Next != e.cursor(7) {
 		t.Errorf("woken by %s: %+v", d.MessageID, p)
 	}
 }

@@ -169,7 +169,7 @@ func TestWaitForMessagesChecks(t *testing.T) {
 		{WaitParams{Timeout: "-1"}, EInvalidRequest, "timeout_seconds"},
 		{WaitParams{Direction: "sideways"}, EInvalidRequest, "direction"},
 		{WaitParams{After: "evc_bm9wZQ"}, EInvalidCursor, "after"},
-		{WaitParams{After: eventCursor(99)}, EInvalidCursor, "after"}, // beyond the end
+		{WaitParams{After: e.cursor(99)}, EInvalidCursor, "after"}, // beyond the end
 		{WaitParams{After: "garbage"}, EInvalidCursor, "after"},
 	} {
 		_, err := e.app.WaitForMessages(e.ctx, restricted, ib, c.p)

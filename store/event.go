@@ -294,9 +294,17 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 	return seq.Int64, nil
 }
 
-// EventsAppended is how many events the log has ever held: the last
-// sequence number handed out (a counter: deleting events never lowers it).
-func (db *DB) EventsAppended() int64 { return db.lastEventSeq.Load() }
+// seqClock is t as a seq: 10 µs steps since 2026. A run that starts at
+// seqClock(t) stays below the clock's seqs as long as it appends fewer
+// than 100,000 events a second on average, and the seqs fit the 48 bits
+// a delivery id holds (deliveryID) until the year 2115.
+func seqClock(t time.Time) int64 {
+	return int64(t.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) / (10 * time.Microsecond))
+}
+
+// EventsAppended is how many events were appended since Open: a counter,
+// which starts again at each start (seqs jump there, see Open).
+func (db *DB) EventsAppended() int64 { return db.lastEventSeq.Load() - db.seqAtOpen }
 
 // EventsBefore returns up to limit of the matching events of f before the
 // position before (0: from the end of the log), newest first, and whether

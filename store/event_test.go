@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/inboxd/inboxd/corpus"
 )
 
 // Event-log retention deletes the oldest events created before the
@@ -79,10 +82,10 @@ func TestNewDatabaseVacuumsIncrementally(t *testing.T) {
 	}
 }
 
-// The writer counts seqs on from where the log stopped when it opens
+// The writer counts seqs on past where the log stopped when it opens
 // (the log is keyed by project, migration 0018): after a restart, and
-// after retention emptied the log before it, the next event's seq is one
-// more than the last one handed out; events of two projects share one
+// after retention emptied the log before it, the next event's seq is
+// past the last one handed out; events of two projects share one
 // sequence.
 func TestEventSeqAfterRestart(t *testing.T) {
 	ctx := context.Background()
@@ -127,7 +130,69 @@ func TestEventSeqAfterRestart(t *testing.T) {
 	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Subject: after\r\n\r\nx\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := db.LastEventSeq(ctx, b.ProjectID); s != seqs[3]+1 {
-		t.Errorf("first event after the restart: seq %d, want %d", s, seqs[3]+1)
+	if s, _ := db.LastEventSeq(ctx, b.ProjectID); s <= seqs[3] {
+		t.Errorf("first event after the restart: seq %d, not past %d", s, seqs[3])
+	}
+}
+
+// A database restored from a backup has not seen the events handed out
+// after the copy was taken, but readers may hold cursors to them. The
+// restored log numbers its new events past all of those, so such a
+// cursor is no position in it (invalid_cursor: start over) rather than
+// naming a newer event and silently skipping the ones before it.
+func TestEventSeqPastARestore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, backup := filepath.Join(dir, "inboxd.db"), filepath.Join(dir, "backup.db")
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	opts := Options{Path: path, NoFsync: true, Now: clk.Now}
+	db, b, stop := openRunning(t, opts)
+	n := 0
+	deliver := func(db *DB, count int) (last int64) {
+		for range count {
+			n++
+			if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, fmt.Sprintf("Message-ID: <r%d@x>\r\nSubject: %d\r\n\r\nx\r\n", n, n))); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Millisecond)
+		}
+		last, err := db.LastEventSeq(ctx, b.ProjectID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return last
+	}
+	deliver(db, 2)
+	if err := db.BackupTo(ctx, backup); err != nil {
+		t.Fatal(err)
+	}
+	lost := deliver(db, 3) // a reader's cursor: the last event before the disk died
+	stop()
+
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	db, _, _ = openRunning(t, opts)
+	if first := deliver(db, 1); first <= lost {
+		t.Fatalf("first event after the restore has seq %d, not past the lost timeline's %d", first, lost)
+	}
+	deliver(db, 5)
+	if ok, err := db.IsEventPosition(ctx, b.ProjectID, lost); err != nil || ok {
+		t.Errorf("a cursor from the lost timeline is a position after the restore: %v %v", ok, err)
+	}
+}
+
+// The seqs a start counts on from still fit a webhook delivery's id,
+// which holds 48 bits of its event's seq, for the next decades.
+func TestSeqClockFitsDeliveryIDs(t *testing.T) {
+	for _, at := range []time.Time{time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), time.Date(2110, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		seq := seqClock(at) + 1_000_000
+		if got, ok := parseDeliveryID(deliveryID(at.UnixMilli(), seq, "whk_x"), "whk_x"); !ok || got != seq {
+			t.Errorf("%s: seq %d comes back from its delivery id as %d (%v)", at.Format("2006"), seq, got, ok)
+		}
 	}
 }

@@ -200,6 +200,7 @@ type DB struct {
 	// is keyed by (project_id, seq): no query finds the highest seq of
 	// all projects cheaply, so the writer counts (migration 0018).
 	lastEventSeq atomic.Int64
+	seqAtOpen    int64 // lastEventSeq when Open finished
 	// deferredMayExist is false only when deferred_messages is known to
 	// be empty: set at Open and before every deferral, cleared by a
 	// ResolveDeferred of all inboxes that finds none. While it is false
@@ -357,7 +358,15 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("event log: %w", err)
 	}
+	// A restored copy of the database has not seen the seqs handed out
+	// after the copy was taken, and readers may hold cursors naming them.
+	// So each start counts on from the clock (seqClock) when it is ahead:
+	// the first event after a restore is numbered past every one handed
+	// out before it, and such a cursor names no event (invalid_cursor)
+	// instead of a newer one past events it never read.
+	lastSeq = max(lastSeq, seqClock(db.now()))
 	db.lastEventSeq.Store(lastSeq)
+	db.seqAtOpen = lastSeq
 	var deferred, aliases bool
 	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_messages), EXISTS (SELECT 1 FROM message_aliases)`).Scan(&deferred, &aliases); err != nil {
 		w.Close()
