@@ -156,7 +156,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxMessages, "max-messages", 0, "keep at most this many messages per inbox, deleting the oldest; 0 for no bound")
 	c.EventRetention = 30 * 24 * time.Hour
 	fs.Var((*days)(&c.EventRetention), "event-retention", "how long the event log keeps events (their webhook deliveries go with them; a cursor older than the log answers 400 invalid_cursor); 0 keeps them for ever")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, instead of on --http-addr beside the API")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address alone, with no key, instead of on --http-addr beside the API (where it needs a key)")
 	fs.StringVar(&c.Hostname, "hostname", "localhost", "host name announced in the SMTP greeting and Received: headers")
 	fs.BoolVar(&c.Fsync, "fsync", true, "fsync every commit (synchronous=FULL); false survives a crash but maybe not a power cut")
 	fs.Int64Var(&c.MaxMessageSize, "max-message-size", 25<<20, "largest accepted message in bytes (advertised in SIZE)")

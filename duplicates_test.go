@@ -63,13 +63,22 @@ func inboxMessages(t *testing.T, data, address string) []store.Message {
 	return msgs
 }
 
-func metricsText(t *testing.T, httpAddr string) string {
+// metricsText is /metrics beside the API, read with the admin key.
+func metricsText(t *testing.T, httpAddr, data string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	req, err := http.NewRequest("GET", "http://"+httpAddr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminKey(t, data))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +104,7 @@ func TestDuplicatesOverSMTP(t *testing.T) {
 		t.Fatalf("first copy answered %q", got)
 	}
 	retry := sendMailReply(t, s.smtp, "ann@example.com", []string{"inbox@localhost"}, withID)
-	m := metricsText(t, s.http)
+	m := metricsText(t, s.http, data)
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +143,7 @@ func TestStoreDuplicatesFlag(t *testing.T) {
 			t.Fatalf("send answered %q", got)
 		}
 	}
-	m := metricsText(t, s.http)
+	m := metricsText(t, s.http, data)
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -171,13 +171,8 @@ func TestFirstStartAndRestart(t *testing.T) {
 		t.Fatalf("readyz: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	resp, err = http.Get("http://" + s.http + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), "inboxd_deferred_messages 0") || !strings.Contains(string(metrics), "inboxd_deferred_wait_seconds_count 0") {
+	metrics := metricsText(t, s.http, data)
+	if !strings.Contains(metrics, "inboxd_deferred_messages 0") || !strings.Contains(metrics, "inboxd_deferred_wait_seconds_count 0") {
 		t.Errorf("metrics lack the deferred lookup:\n%.2000s", metrics)
 	}
 	if err := sendMail(s.smtp, "a@example.com", []string{"inbox@localhost"}, "Subject: hi\r\n\r\nhello\r\n"); err != nil {

@@ -98,9 +98,6 @@ func (s *Server) routes(cfg Config) http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	if cfg.Metrics != nil { // nil with --metrics-addr: served there alone
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
-	}
 	r.Get("/v1/openapi.json", s.openapi)
 
 	r.Group(func(r chi.Router) {
@@ -117,6 +114,12 @@ func (s *Server) routes(cfg Config) http.Handler {
 			})
 		}
 		r.Get("/v1/me", s.me) // any valid key
+		// Any valid key too: only openapi.json, /healthz and /readyz need
+		// none (SPEC §5). Nil with --metrics-addr: served there alone,
+		// keyless, on a listener meant to be private.
+		if cfg.Metrics != nil {
+			r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+		}
 		// The operations of app check their own scopes; the comment on
 		// each route names the one it checks (TestRouteScopes holds every
 		// comment to the behaviour).

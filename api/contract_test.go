@@ -422,3 +422,19 @@ func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
 	a := e.get(e.admin, e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])).json(t)
 	isNull("draft", a["draft"].(map[string]any), "subject")
 }
+
+// TestMetricsNeedAKey: beside the API, /metrics answers a valid key only
+// (SPEC §5 names the routes that need none, and /metrics is not one);
+// --metrics-addr serves it keyless on a listener of its own.
+func TestMetricsNeedAKey(t *testing.T) {
+	e := newEnv(t, Config{})
+	for _, token := range []string{"", "inboxd_not_a_key"} {
+		if r := e.get(token, "/metrics"); r.status != 401 || !strings.Contains(string(r.body), `"unauthenticated"`) {
+			t.Errorf("/metrics with key %q: %d %.200s", token, r.status, r.body)
+		}
+	}
+	reader := e.key([]string{"messages:read"}, []string{e.boot.Inbox.ID})
+	if r := e.get(reader, "/metrics"); r.status != 200 || !strings.Contains(r.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("/metrics with a key: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+}
