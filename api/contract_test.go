@@ -388,7 +388,8 @@ func TestKeysWithinGrant(t *testing.T) {
 
 // TestEmptySubjectAndPreviewAreNull: a message without a subject or a
 // body shows them as null, never "" (SPEC §5.1: empty values are null),
-// on the message, its thread row and a held draft; a real subject stays
+// on the message, its rows in the message and thread lists and a held
+// draft; a real subject stays
 // a string.
 func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
 	e := newEnv(t, Config{})
@@ -408,11 +409,19 @@ func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
 	if m := e.get(e.admin, e.path("/inboxes/%s/messages/%s", ib, named.MessageID)).json(t); m["subject"] != "Hi" || m["preview"] != "Hello" {
 		t.Errorf("named message: subject %#v preview %#v", m["subject"], m["preview"])
 	}
-	for _, th := range e.get(e.admin, e.path("/inboxes/%s/threads", ib)).json(t)["data"].([]any) {
-		if th := th.(map[string]any); th["id"] == d.ThreadID {
-			isNull("thread row", th, "subject", "preview")
+	// find is the row of a list whose id is id.
+	find := func(what, path, id string) map[string]any {
+		t.Helper()
+		for _, row := range e.get(e.admin, path).json(t)["data"].([]any) {
+			if row := row.(map[string]any); row["id"] == id {
+				return row
+			}
 		}
+		t.Fatalf("%s: no row %s", what, id)
+		return nil
 	}
+	isNull("thread row", find("threads", e.path("/inboxes/%s/threads", ib), d.ThreadID), "subject", "preview")
+	isNull("message row", find("messages", e.path("/inboxes/%s/messages", ib), d.MessageID), "subject", "preview")
 	isNull("thread message", e.get(e.admin, e.path("/inboxes/%s/threads/%s/messages", ib, d.ThreadID)).json(t)["data"].([]any)[0].(map[string]any), "subject", "preview")
 
 	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_all"}`); r.status != 200 {

@@ -297,10 +297,16 @@ func (db *DB) LastEventSeq(ctx context.Context, projectID string) (int64, error)
 // seqClock is t as a seq: 10 µs steps since 2026. A run that starts at
 // seqClock(t) stays below the clock's seqs as long as it appends fewer
 // than 100,000 events a second on average, and the seqs fit the 48 bits
-// a delivery id holds (deliveryID) until the year 2115.
+// a delivery id holds (deliveryID) until the year 2109 (maxSeqClock).
 func seqClock(t time.Time) int64 {
 	return int64(t.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) / (10 * time.Microsecond))
 }
+
+// maxSeqClock is where Open stops counting on from the clock (seqClock in
+// 2109), which leaves a delivery id's 48 bits room for 2^44 more events
+// after it. A clock set that far ahead is wrong, and jumping with it would
+// hand out seqs no delivery id can hold.
+const maxSeqClock = 1<<48 - 1<<44
 
 // EventsAppended is how many events were appended since Open: a counter,
 // which starts again at each start (seqs jump there, see Open).

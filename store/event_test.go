@@ -90,7 +90,8 @@ func TestNewDatabaseVacuumsIncrementally(t *testing.T) {
 func TestEventSeqAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inboxd.db")
-	db, b, stop := openRunning(t, Options{Path: path, NoFsync: true})
+	clk := corpus.NewClock(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	db, b, stop := openRunning(t, Options{Path: path, NoFsync: true, Now: clk.Now})
 	if _, err := db.w.Exec(`INSERT INTO projects (id, name, created_at) VALUES ('prj_other', 'other', 0)`); err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +127,19 @@ func TestEventSeqAfterRestart(t *testing.T) {
 		t.Fatalf("pruned %d of %d (%v)", n, len(seqs), err)
 	}
 	stop()
-	db, _, _ = openRunning(t, Options{Path: path, NoFsync: true}) // b is the first start's
+	// The clock of the second start is behind the first's (a machine
+	// whose clock was reset), so its seqClock counts for nothing: the
+	// count goes on from events_floor alone.
+	back := corpus.NewClock(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+	if seqClock(back.Now()) >= seqs[0] {
+		t.Fatalf("the second start's clock is not behind the first's seqs")
+	}
+	db, _, _ = openRunning(t, Options{Path: path, NoFsync: true, Now: back.Now}) // b is the first start's
 	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Subject: after\r\n\r\nx\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := db.LastEventSeq(ctx, b.ProjectID); s <= seqs[3] {
-		t.Errorf("first event after the restart: seq %d, not past %d", s, seqs[3])
+	if s, _ := db.LastEventSeq(ctx, b.ProjectID); s != seqs[3]+1 {
+		t.Errorf("first event after the restart: seq %d, want %d", s, seqs[3]+1)
 	}
 }
 
@@ -194,5 +202,23 @@ func TestSeqClockFitsDeliveryIDs(t *testing.T) {
 		if got, ok := parseDeliveryID(deliveryID(at.UnixMilli(), seq, "whk_x"), "whk_x"); !ok || got != seq {
 			t.Errorf("%s: seq %d comes back from its delivery id as %d (%v)", at.Format("2006"), seq, got, ok)
 		}
+	}
+}
+
+// A clock set a century ahead does not push seqs past what a delivery id
+// holds: Open counts on from the log then, and warns.
+func TestEventSeqIgnoresAClockFarAhead(t *testing.T) {
+	ctx := context.Background()
+	clk := corpus.NewClock(time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, b, _ := openRunning(t, Options{Path: filepath.Join(t.TempDir(), "inboxd.db"), NoFsync: true, Now: clk.Now})
+	if _, err := db.Ingest(ctx, incoming(b.Inbox.ID, "Subject: far\r\n\r\nx\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := db.LastEventSeq(ctx, b.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := parseDeliveryID(deliveryID(clk.Now().UnixMilli(), seq, "whk_x"), "whk_x"); !ok || got != seq {
+		t.Errorf("seq %d under a clock in 2200 does not fit a delivery id (back as %d, %v)", seq, got, ok)
 	}
 }

@@ -364,7 +364,11 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// the first event after a restore is numbered past every one handed
 	// out before it, and such a cursor names no event (invalid_cursor)
 	// instead of a newer one past events it never read.
-	lastSeq = max(lastSeq, seqClock(db.now()))
+	if c := seqClock(db.now()); c < maxSeqClock {
+		lastSeq = max(lastSeq, c)
+	} else {
+		db.log.Warn("the clock is past 2109: event seqs count on from the log, not the clock", "now", db.now().UTC())
+	}
 	db.lastEventSeq.Store(lastSeq)
 	db.seqAtOpen = lastSeq
 	var deferred, aliases bool
