@@ -86,6 +86,12 @@ func (a *App) CreateInbox(ctx context.Context, c Caller, decode Decoder) (store.
 	if err := c.Need("inboxes:write"); err != nil {
 		return store.Inbox{}, err
 	}
+	// A new inbox lies outside any list of inboxes, so a key restricted to
+	// some cannot create one: it could never read the inbox it made, and a
+	// conflict would tell it which addresses inboxes outside its grant have.
+	if c.InboxIDs != nil {
+		return store.Inbox{}, &Error{Code: EPermissionDenied, Message: "This API key is restricted to some inboxes and cannot create inboxes."}
+	}
 	var in InboxInput
 	if err := decode(&in); err != nil {
 		return store.Inbox{}, err

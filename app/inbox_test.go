@@ -105,6 +105,24 @@ func TestInboxOutsideTheGrantIsNotFound(t *testing.T) {
 	}
 }
 
+// A key restricted to some inboxes creates none: the new inbox would lie
+// outside its grant, and the conflict on a taken address would tell it
+// what an inbox outside its grant is called. An unrestricted key creates.
+func TestRestrictedKeyCreatesNoInbox(t *testing.T) {
+	e := newEnv(t)
+	mine := e.inbox("mine@example.com")
+	e.inbox("other@example.com")
+	c := e.caller([]string{mine.ID}, "inboxes:read", "inboxes:write")
+	for _, addr := range []string{"new@example.com", "other@example.com"} {
+		if _, err := e.app.CreateInbox(e.ctx, c, input(`{"address":"`+addr+`"}`)); ErrorCode(err) != EPermissionDenied {
+			t.Errorf("restricted key creates %s: %v", addr, err)
+		}
+	}
+	if _, err := e.app.CreateInbox(e.ctx, e.caller(nil, "inboxes:write"), input(`{"address":"new@example.com"}`)); err != nil {
+		t.Errorf("unrestricted key: %v", err)
+	}
+}
+
 func TestUpdateInboxRefusesImmutableFields(t *testing.T) {
 	e := newEnv(t)
 	c := e.caller(nil, "inboxes:write")
