@@ -84,10 +84,14 @@ type AttachmentInput struct {
 }
 
 // Files are the attachments as files to compose, their content decoded
-// and their type application/octet-stream when none was given.
+// and their type application/octet-stream when none was given; a type
+// that is not one (type/subtype, optionally with parameters) is refused.
 func Files(in []AttachmentInput) ([]message.File, error) {
 	files := make([]message.File, len(in))
 	for i, at := range in {
+		if at.ContentType != "" && !message.ValidMediaType(at.ContentType) {
+			return nil, Invalidf("attachments["+strconv.Itoa(i)+"].content_type", "%q is not a MIME type (type/subtype, optionally with parameters such as ; charset=utf-8).", at.ContentType)
+		}
 		data, err := at.Data(i)
 		if err != nil {
 			return nil, err

@@ -253,9 +253,6 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		if at.Filename == "" || hasLineBreak(at.Filename) {
 			return store.Outgoing{}, false, invalid(fmt.Sprintf("attachments[%d].filename", i), "a filename without line breaks is required")
 		}
-		if hasLineBreak(at.ContentType) {
-			return store.Outgoing{}, false, invalid(fmt.Sprintf("attachments[%d].content_type", i), "must not contain line breaks")
-		}
 	}
 
 	raw, err := message.Compose(message.Draft{

@@ -36,6 +36,8 @@ func TestSendValidation(t *testing.T) {
 		{`{"to":[` + strings.Join(many, ",") + `]}`, "to", "to: at most 100 recipients per message, got 101."},
 		{`{"attachments":[{"filename":"a","content_base64":"!"}]}`, "attachments[0].content_base64", "content_base64 is not valid base64."},
 		{`{"to":["a@b.c"],"attachments":[{"content_base64":""}]}`, "attachments[0].filename", "attachments[0].filename: a filename without line breaks is required."},
+		{`{"to":["a@b.c"],"attachments":[{"filename":"a","content_type":"garbage;;;==","content_base64":""}]}`, "attachments[0].content_type", `"garbage;;;==" is not a MIME type (type/subtype, optionally with parameters such as ; charset=utf-8).`},
+		{`{"to":["a@b.c"],"attachments":[{"filename":"a","content_type":"text/plain\r\nBcc: v@x","content_base64":""}]}`, "attachments[0].content_type", `"text/plain\r\nBcc: v@x" is not a MIME type (type/subtype, optionally with parameters such as ; charset=utf-8).`},
 	} {
 		_, err := e.app.Send(e.ctx, c, ib, nil, input(x.body))
 		wantError(t, err, EInvalidRequest, x.param)

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"io"
+	"mime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,7 +143,14 @@ func Compose(d Draft) ([]byte, error) {
 		}
 		for _, a := range d.Attachments {
 			var ah gomail.AttachmentHeader
-			ah.SetContentType(a.ContentType, nil)
+			// SetContentType formats the type with its parameters; a type
+			// that already carries them (or does not parse) would come out
+			// as an empty header, so they are taken apart first.
+			mt, params, err := mime.ParseMediaType(a.ContentType)
+			if err != nil || !strings.Contains(mt, "/") {
+				mt, params = "application/octet-stream", nil
+			}
+			ah.SetContentType(mt, params)
 			ah.SetFilename(a.Filename)
 			w, err := mw.CreateAttachment(ah)
 			if err != nil {
@@ -195,4 +203,18 @@ func ValidAddress(s string) bool {
 	}
 	domain := s[at+1:]
 	return !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".") && !strings.Contains(domain, "..")
+}
+
+// ValidMediaType reports whether s is a MIME type an attachment can carry:
+// type/subtype, optionally with parameters, on one line.
+func ValidMediaType(s string) bool {
+	if strings.ContainsAny(s, "\r\n") {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(s)
+	if err != nil {
+		return false
+	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ != "" && sub != "" && !strings.Contains(sub, "/")
 }

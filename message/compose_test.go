@@ -57,3 +57,23 @@ print(json.dumps({"subject": str(m["subject"]), "from": str(m["from"]), "text": 
 		t.Fatalf("python parse: %s", out)
 	}
 }
+
+// An attachment's type keeps the parameters it was given (a type with
+// parameters once came out as an empty Content-Type header).
+func TestComposeKeepsAttachmentTypeParameters(t *testing.T) {
+	raw, err := Compose(Draft{
+		From: Address{Email: "agent@localhost"}, To: []Address{{Email: "a@example.com"}}, Text: "see attached",
+		Attachments: []File{{Filename: "notes.txt", ContentType: "text/plain; charset=utf-8", Data: []byte("hi")}},
+		MessageID:   "m2@localhost", Date: time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Parse(raw)
+	if len(p.Attachments) != 1 || p.Attachments[0].ContentType != "text/plain" {
+		t.Fatalf("attachments: %+v\n%s", p.Attachments, raw)
+	}
+	if !bytes.Contains(raw, []byte("Content-Type: text/plain; charset=utf-8")) {
+		t.Errorf("the attachment's parameters are gone:\n%s", raw)
+	}
+}
