@@ -607,7 +607,8 @@ func sanitizeTrace(s string) string {
 	return s
 }
 
-// maxLineLength bounds one line of a command or of DATA.
+// maxLineLength bounds one command line. Message lines are not bounded
+// by it (third_party/go-smtp, patched): only the message size is.
 const maxLineLength = 1 << 20
 
 // loginServer is the server side of the obsolete but widespread AUTH LOGIN
