@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,19 @@ func TestAuthentication(t *testing.T) {
 	}
 	if r := e.get(tok, e.path("/inboxes")); r.status != 200 {
 		t.Fatalf("fresh key: %d", r.status)
+	}
+	// The scheme is case-insensitive; another scheme is no credential.
+	for header, want := range map[string]int{"bearer " + tok: 200, "BEARER " + tok: 200, "Basic " + tok: 401, tok: 401} {
+		req, _ := http.NewRequest("GET", e.srv.URL+e.path("/inboxes"), nil)
+		req.Header.Set("Authorization", header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Authorization %.12q…: %d, want %d", header, resp.StatusCode, want)
+		}
 	}
 	me := e.get(tok, "/v1/me").json(t)
 	if me["project_id"] != e.boot.ProjectID || me["inbox_ids"] != nil {

@@ -35,8 +35,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		authenticate := s.session
 		if header != "" || authenticate == nil {
 			authenticate = func(r *http.Request) (app.Caller, int64, error) {
-				token, ok := strings.CutPrefix(header, "Bearer ")
-				if !ok {
+				// The scheme's name is case-insensitive (RFC 9110 §11.1).
+				scheme, token, ok := strings.Cut(header, " ")
+				if !ok || !strings.EqualFold(scheme, "Bearer") {
 					token = ""
 				}
 				return s.app.Authenticate(r.Context(), strings.TrimSpace(token))
