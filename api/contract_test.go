@@ -389,7 +389,7 @@ func TestKeysWithinGrant(t *testing.T) {
 // TestEmptySubjectAndPreviewAreNull: a message without a subject or a
 // body shows them as null, never "" (SPEC §5.1: empty values are null),
 // on the message, its rows in the message and thread lists and a held
-// draft; a real subject stays
+// draft (and its attachment's id); a real subject stays
 // a string.
 func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
 	e := newEnv(t, Config{})
@@ -427,9 +427,11 @@ func TestEmptySubjectAndPreviewAreNull(t *testing.T) {
 	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_all"}`); r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
-	held := e.sendReq(e.admin, ib, "", `{"to":["x@example.net"],"text":"no subject"}`).json(t)
+	held := e.sendReq(e.admin, ib, "", `{"to":["x@example.net"],"text":"no subject","attachments":[{"filename":"a.txt","content_base64":"aGk="}]}`).json(t)
 	a := e.get(e.admin, e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])).json(t)
 	isNull("draft", a["draft"].(map[string]any), "subject")
+	// A draft's attachment is not stored yet: it has no id.
+	isNull("draft attachment", a["draft"].(map[string]any)["attachments"].([]any)[0].(map[string]any), "id")
 }
 
 // TestMetricsNeedAKey: beside the API, /metrics answers a valid key only

@@ -59,7 +59,7 @@ func (g *gen) message() messageJSON {
 			return recipientJSON{Email: g.str(), Type: g.str(), DeliveryStatus: g.strOrNull()}
 		}),
 		Attachments: genSlice(g, func() attachmentJSON {
-			return attachmentJSON{ID: g.str(), Filename: g.strOrNull(), Bytes: g.int(), ContentType: g.str(), Disposition: g.str(),
+			return attachmentJSON{ID: g.strOrNull(), Filename: g.strOrNull(), Bytes: g.int(), ContentType: g.str(), Disposition: g.str(),
 				ContentID: g.strOrNull(), ScanStatus: g.str(), Downloadable: g.bit()}
 		}),
 		CreatedAt: g.str(), BodyAvailable: g.bit(), OriginalRawAvailable: g.bit(), RFCMessageID: g.str(),

@@ -242,7 +242,7 @@ func (r *recipientJSON) appendJSON(b []byte) []byte {
 }
 
 type attachmentJSON struct {
-	ID           string  `json:"id"`
+	ID           *string `json:"id"` // null on a draft's attachment, which is not stored yet
 	Filename     *string `json:"filename"`
 	Bytes        int64   `json:"bytes"`
 	ContentType  string  `json:"content_type"`
@@ -253,7 +253,7 @@ type attachmentJSON struct {
 }
 
 func (a *attachmentJSON) appendJSON(b []byte) []byte {
-	b = appendString(append(b, `{"id":`...), a.ID)
+	b = appendStringOrNull(append(b, `{"id":`...), a.ID)
 	b = appendStringOrNull(append(b, `,"filename":`...), a.Filename)
 	b = strconv.AppendInt(append(b, `,"bytes":`...), a.Bytes, 10)
 	b = appendString(append(b, `,"content_type":`...), a.ContentType)
@@ -266,7 +266,7 @@ func (a *attachmentJSON) appendJSON(b []byte) []byte {
 
 func attachmentObject(a app.Attachment) attachmentJSON {
 	return attachmentJSON{
-		ID: a.ID, Filename: strOrNull(a.Filename), Bytes: a.Bytes, ContentType: a.ContentType, Disposition: a.Disposition,
+		ID: &a.ID, Filename: strOrNull(a.Filename), Bytes: a.Bytes, ContentType: a.ContentType, Disposition: a.Disposition,
 		ContentID: strOrNull(a.ContentID), ScanStatus: a.ScanStatus, Downloadable: app.Downloadable(a),
 	}
 }
