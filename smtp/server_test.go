@@ -755,3 +755,27 @@ func TestAuthenticatedMailCreatesInbox(t *testing.T) {
 		t.Errorf("new inbox holds %d messages", len(msgs))
 	}
 }
+
+// The same, for an inbox the mail itself creates (--accept any): the two
+// names of the new inbox are one inbox, and its one copy keeps the tag.
+func TestNewInboxTaggedAndPlainKeepsTheTag(t *testing.T) {
+	e := start(t, Config{Accept: AcceptAny}, nil)
+	ctx := context.Background()
+	for i, rcpts := range [][]string{{"new9@example.net", "new9+tag@example.net"}, {"new10+tag@example.net", "New10@example.net"}} {
+		if err := send(dial(t, e.addr), "a@example.com", rcpts, fmt.Sprintf("Message-ID: <newtag%d@x>\r\nSubject: hi\r\n\r\nx\r\n", i)); err != nil {
+			t.Fatal(err)
+		}
+		ib, err := e.db.InboxByAddress(ctx, fmt.Sprintf("new%d@example.net", 9+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, _ := e.db.InboxMessages(ctx, ib.ID)
+		if len(msgs) != 1 || deref(msgs[0].AddressTag) != "tag" {
+			var tags []string
+			for _, m := range msgs {
+				tags = append(tags, deref(m.AddressTag))
+			}
+			t.Errorf("%v: %d copies with tags %q, want one with tag", rcpts, len(msgs), tags)
+		}
+	}
+}

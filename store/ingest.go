@@ -249,14 +249,21 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 	var out []Delivered
 	seen := map[string]bool{}
 	gone := 0
-	for _, t := range p.in.Targets {
-		inboxID := t.InboxID
-		if inboxID == "" {
+	// Each target's inbox, created first where the policy makes one, so
+	// that two names of one new inbox (new@ and new+tag@) are known to
+	// be the same inbox below.
+	ids := make([]string, len(p.in.Targets))
+	for i, t := range p.in.Targets {
+		ids[i] = t.InboxID
+		if ids[i] == "" {
 			var err error
-			if inboxID, err = db.ensureInbox(ctx, tx, t.Address); err != nil {
+			if ids[i], err = db.ensureInbox(ctx, tx, t.Address); err != nil {
 				return nil, err
 			}
 		}
+	}
+	for i, t := range p.in.Targets {
+		inboxID := ids[i]
 		// The same inbox named twice (or via two +tags) stores once.
 		if seen[inboxID] {
 			continue
@@ -271,11 +278,11 @@ func (db *DB) ingestTx(ctx context.Context, tx *sql.Tx, p *prepared) ([]Delivere
 		}
 		seen[inboxID] = true
 		tag := t.Tag
-		for _, o := range p.in.Targets {
+		for j, o := range p.in.Targets {
 			if tag != "" {
 				break
 			}
-			if o.InboxID == inboxID { // the same inbox also named with a +tag: the copy keeps it
+			if ids[j] == inboxID { // the same inbox also named with a +tag: the copy keeps it
 				tag = o.Tag
 			}
 		}
