@@ -148,11 +148,15 @@ func (ps *parser) multipart(ct mediaType, boundary string, body io.Reader, depth
 		// body is the main body whole (SPEC §3: text is the text/plain of
 		// the main body), and text parts after it are attachments: a list
 		// footer after an HTML-only alternative is not the message's text.
-		// A single text part may still be followed by its other form (a
-		// nested multipart reusing its parent's boundary reads so).
-		if ct.media != "multipart/alternative" && ct.media != "multipart/related" && hadBody != [2]bool{ps.out.HasText, ps.out.HasHTML} &&
-			strings.HasPrefix(parseContentType(h.Get("Content-Type"), partDefault).media, "multipart/") {
-			ps.bodyDone = true
+		// An HTML leaf that comes first is the main body too: alternatives
+		// put the plain form first, so a text/plain after it is a footer.
+		// A single text/plain part may still be followed by its HTML form
+		// (a nested multipart reusing its parent's boundary reads so).
+		if ct.media != "multipart/alternative" && ct.media != "multipart/related" && hadBody != [2]bool{ps.out.HasText, ps.out.HasHTML} {
+			media := parseContentType(h.Get("Content-Type"), partDefault).media
+			if strings.HasPrefix(media, "multipart/") || media == "text/html" && hadBody == [2]bool{} && !ps.out.HasText {
+				ps.bodyDone = true
+			}
 		}
 		if _, err := io.Copy(io.Discard, part); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {

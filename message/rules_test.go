@@ -267,6 +267,14 @@ func TestParseQuirks(t *testing.T) {
 			want(t, len(p.Attachments), 1)
 			want(t, p.Attachments[0].ContentType+" "+p.Attachments[0].Disposition, "text/plain inline")
 		}},
+		{"list footer after an HTML-only leaf", "Content-Type: multipart/mixed; boundary=M\n\n--M\nContent-Type: text/html\n\n<p>The real message</p>\n" +
+			"--M\nContent-Type: text/plain\nContent-Disposition: inline\n\n____\nlist mailing list\n--M--\n", func(t *testing.T, p *Parsed) {
+			want(t, p.HasText, false)
+			want(t, p.HTML, "<p>The real message</p>")
+			want(t, p.Preview, "The real message")
+			want(t, len(p.Attachments), 1)
+			want(t, p.Attachments[0].ContentType+" "+p.Attachments[0].Disposition, "text/plain inline")
+		}},
 		{"one part with a name is the body", "Content-Type: text/plain; charset=utf-8; name=\"message.txt\"\n\nhello\n", func(t *testing.T, p *Parsed) {
 			want(t, p.Text, "hello\n")
 			want(t, len(p.Attachments), 0)
