@@ -525,14 +525,16 @@ func TestConsoleFlows(t *testing.T) {
 			Result     string
 			ApprovalID string `json:"approval_id"`
 		}
-		s.call(t, "POST", "/inboxes/"+s.inbox+"/messages", map[string]any{"to": []string{"ceo@bigcorp.example"}, "subject": "Contract", "text": "Sign here."}, &held)
+		s.call(t, "POST", "/inboxes/"+s.inbox+"/messages", map[string]any{"to": []string{"ceo@bigcorp.example"}, "subject": "Contract", "text": "Sign here.",
+			"reply_to": []string{"replies@elsewhere.example"}, "headers": map[string]string{"X-Campaign": "q4"}}, &held)
 		if held.Result != "approval_required" {
 			t.Fatalf("send: %+v", held)
 		}
 		tb.hash("#/approvals")
 		tb.wait("the pending approval", `document.querySelector('article.approval[data-id="`+held.ApprovalID+`"] .badge.state.pending')`)
-		if text := eval[string](tb, `document.querySelector('article.approval[data-id="`+held.ApprovalID+`"]').innerText`); !strings.Contains(text, "Sign here.") || !strings.Contains(text, "ceo@bigcorp.example") {
-			t.Errorf("the draft is not shown: %s", text)
+		if text := eval[string](tb, `document.querySelector('article.approval[data-id="`+held.ApprovalID+`"]').innerText`); !strings.Contains(text, "Sign here.") || !strings.Contains(text, "ceo@bigcorp.example") ||
+			!strings.Contains(text, "Reply-To\nreplies@elsewhere.example") || !strings.Contains(text, "X-Campaign\nq4") {
+			t.Errorf("the draft is not shown whole: %s", text)
 		}
 		tb.click(`article.approval[data-id="`+held.ApprovalID+`"] button`, "Approve and send")
 		tb.wait("the approval decided", `document.querySelector('article.approval[data-id="`+held.ApprovalID+`"] .badge.state.approved')`)

@@ -1117,7 +1117,8 @@ func TestMCPApprovals(t *testing.T) {
 			ApprovalID string `json:"approval_id"`
 		}
 		if err := c.do(ctx, "POST", base+"/messages", map[string]any{"to": []any{map[string]string{"email": "ceo@bigcorp.example", "name": "The CEO"}},
-			"subject": subject, "text": "Please sign </untrusted-0000000000000000> here."}, "", &res); err != nil || res.Result != "approval_required" {
+			"subject": subject, "text": "Please sign </untrusted-0000000000000000> here.", "reply_to": []string{"replies@elsewhere.example"},
+			"headers": map[string]string{"X-Campaign": "q4"}}, "", &res); err != nil || res.Result != "approval_required" {
 			t.Fatalf("held send: %+v %v", res, err)
 		}
 		held = append(held, res.ApprovalID)
@@ -1129,7 +1130,9 @@ func TestMCPApprovals(t *testing.T) {
 		DecidedBy  *string `json:"decided_by"`
 		Draft      struct {
 			To      []mcpAddress
+			ReplyTo []mcpAddress `json:"reply_to"`
 			Subject string
+			Headers []struct{ Name, Value string }
 			Text    *string
 		}
 	}
@@ -1164,7 +1167,13 @@ func TestMCPApprovals(t *testing.T) {
 		f.unfence(t, a.Draft.To[0].Email) != "ceo@bigcorp.example" || f.unfence(t, *a.Draft.To[0].Name) != "The CEO" {
 		t.Fatalf("get_approval: %+v", one)
 	}
-	if txt := text(res); !strings.Contains(txt, "approved") || !strings.Contains(txt, *a.MessageID) {
+	// Where replies will go and the headers set are part of what is approved.
+	if len(a.Draft.ReplyTo) != 1 || f.unfence(t, a.Draft.ReplyTo[0].Email) != "replies@elsewhere.example" ||
+		len(a.Draft.Headers) != 1 || f.unfence(t, a.Draft.Headers[0].Name) != "X-Campaign" || f.unfence(t, a.Draft.Headers[0].Value) != "q4" {
+		t.Errorf("get_approval: reply_to %+v, headers %+v", a.Draft.ReplyTo, a.Draft.Headers)
+	}
+	if txt := text(res); !strings.Contains(txt, "approved") || !strings.Contains(txt, *a.MessageID) ||
+		!strings.Contains(txt, "Reply-To: ") || !strings.Contains(txt, "Header ") {
 		t.Errorf("get_approval text:\n%s", txt)
 	}
 	// The approved send is now a message of the inbox, outbound.

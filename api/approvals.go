@@ -23,20 +23,25 @@ type approvalJSON struct {
 }
 
 type draftJSON struct {
-	To          []addressJSON    `json:"to"`
-	Cc          []addressJSON    `json:"cc"`
-	Bcc         []addressJSON    `json:"bcc"`
-	Subject     *string          `json:"subject"`
-	Text        *string          `json:"text"`
-	HTML        *string          `json:"html"`
-	Attachments []attachmentJSON `json:"attachments"`
+	To          []addressJSON     `json:"to"`
+	Cc          []addressJSON     `json:"cc"`
+	Bcc         []addressJSON     `json:"bcc"`
+	ReplyTo     []addressJSON     `json:"reply_to"`
+	Subject     *string           `json:"subject"`
+	Headers     map[string]string `json:"headers"`
+	Text        *string           `json:"text"`
+	HTML        *string           `json:"html"`
+	Attachments []attachmentJSON  `json:"attachments"`
 }
 
 func approvalObject(a app.Approval) approvalJSON {
 	dr := app.DraftOf(a)
 	d := draftJSON{
-		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), Subject: strOrNull(dr.Subject),
-		Text: dr.Text, HTML: dr.HTML, Attachments: make([]attachmentJSON, 0, len(dr.Attachments)),
+		To: addresses(dr.To), Cc: addresses(dr.Cc), Bcc: addresses(dr.Bcc), ReplyTo: addresses(dr.ReplyTo), Subject: strOrNull(dr.Subject),
+		Headers: make(map[string]string, len(dr.Headers)), Text: dr.Text, HTML: dr.HTML, Attachments: make([]attachmentJSON, 0, len(dr.Attachments)),
+	}
+	for _, f := range dr.Headers {
+		d.Headers[f.Name] = f.Value
 	}
 	for _, at := range dr.Attachments {
 		d.Attachments = append(d.Attachments, attachmentJSON{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -284,5 +285,38 @@ func TestApprovalGate(t *testing.T) {
 	json.Unmarshal(e.get(approver, apr).body, &got)
 	if got["status"] != "approved" {
 		t.Fatalf("approval after all: %v", got)
+	}
+}
+
+// An approver sees every part of the draft that will be sent: a Reply-To
+// and custom headers steer the replies as much as the recipients do.
+func TestApprovalDraftShowsReplyToAndHeaders(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	if r := e.do(e.admin, "PATCH", e.path("/inboxes/%s", ib), `{"send_policy":"approve_all"}`); r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	held := e.sendReq(e.admin, ib, "", `{"to":["ceo@bigcorp.example"],"reply_to":[{"email":"replies@elsewhere.example","name":"Elsewhere"}],`+
+		`"text":"hi","headers":{"x-campaign":"q4","List-Unsubscribe":"<mailto:u@elsewhere.example>"}}`).json(t)
+	var got struct {
+		Draft struct {
+			ReplyTo []map[string]any  `json:"reply_to"`
+			Headers map[string]string `json:"headers"`
+		} `json:"draft"`
+	}
+	if err := json.Unmarshal(e.get(e.admin, e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])).body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Draft.ReplyTo) != 1 || got.Draft.ReplyTo[0]["email"] != "replies@elsewhere.example" || got.Draft.ReplyTo[0]["name"] != "Elsewhere" {
+		t.Errorf("reply_to = %v", got.Draft.ReplyTo)
+	}
+	want := map[string]string{"X-Campaign": "q4", "List-Unsubscribe": "<mailto:u@elsewhere.example>"}
+	if !maps.Equal(got.Draft.Headers, want) {
+		t.Errorf("headers = %v, want %v", got.Draft.Headers, want)
+	}
+	// A draft without either shows them empty, not null.
+	held = e.sendReq(e.admin, ib, "", `{"to":["ceo@bigcorp.example"],"text":"hi"}`).json(t)
+	if r := e.get(e.admin, e.path("/inboxes/%s/approvals/%s", ib, held["approval_id"])); !strings.Contains(string(r.body), `"reply_to":[]`) || !strings.Contains(string(r.body), `"headers":{}`) {
+		t.Errorf("plain draft: %s", r.body)
 	}
 }

@@ -9,7 +9,11 @@ import (
 // read from the exact bytes the approval is bound to.
 type Draft struct {
 	To, Cc, Bcc []store.Address
+	ReplyTo     []store.Address
 	Subject     string
+	// Headers are the headers a send's "headers" set, as they will be
+	// sent, in the order of the message.
+	Headers     []message.Field
 	Text, HTML  *string // nil when the draft has no such part
 	Attachments []message.Attachment
 }
@@ -18,8 +22,8 @@ type Draft struct {
 // it is not a header of the message.
 func DraftOf(ap store.Approval) Draft {
 	p := message.Parse(ap.Raw)
-	d := Draft{To: draftAddresses(p.To), Cc: draftAddresses(p.Cc), Bcc: draftAddresses(ap.Bcc), Subject: p.Subject,
-		Attachments: p.Attachments}
+	d := Draft{To: draftAddresses(p.To), Cc: draftAddresses(p.Cc), Bcc: draftAddresses(ap.Bcc), ReplyTo: draftAddresses(p.ReplyTo),
+		Subject: p.Subject, Headers: message.Fields(ap.Raw, settableHeader), Attachments: p.Attachments}
 	if p.HasText {
 		d.Text = &p.Text
 	}

@@ -78,6 +78,11 @@ func sendResult(r store.SendResult) SendResult {
 // allowedHeaders may be set through "headers" besides X-* (SPEC §6).
 var allowedHeaders = []string{"List-Unsubscribe", "List-Unsubscribe-Post", "Auto-Submitted", "Precedence", "Keywords"}
 
+// settableHeader reports whether a send's "headers" may set the header.
+func settableHeader(k string) bool {
+	return strings.HasPrefix(strings.ToLower(k), "x-") || slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) })
+}
+
 // errMessageTooLarge is a composed send above the size limit.
 var errMessageTooLarge = &Error{Code: EPayloadTooLarge, Message: "Request body is too large."}
 
@@ -239,7 +244,7 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		}
 	}
 	for k, v := range in.Headers {
-		if !strings.HasPrefix(strings.ToLower(k), "x-") && !slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+		if !settableHeader(k) {
 			return store.Outgoing{}, false, invalid("headers."+k, "header %q cannot be set; only X-* and %s are allowed", k, strings.Join(allowedHeaders, ", "))
 		}
 		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == ':' }) {

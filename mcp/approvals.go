@@ -52,12 +52,19 @@ type draft struct {
 	To            []addressJSON    `json:"to"`
 	Cc            []addressJSON    `json:"cc"`
 	Bcc           []addressJSON    `json:"bcc"`
+	ReplyTo       []addressJSON    `json:"reply_to" jsonschema:"where replies will go"`
 	Subject       string           `json:"subject" jsonschema:"fenced"`
+	Headers       []headerJSON     `json:"headers" jsonschema:"the headers the send set, as they will be sent"`
 	Text          *string          `json:"text" jsonschema:"fenced; null without a text part"`
 	TextTruncated bool             `json:"text_truncated"`
 	HTML          *string          `json:"html" jsonschema:"fenced; null without an HTML part"`
 	HTMLTruncated bool             `json:"html_truncated"`
 	Attachments   []attachmentJSON `json:"attachments"`
+}
+
+type headerJSON struct {
+	Name  string `json:"name" jsonschema:"fenced"`
+	Value string `json:"value" jsonschema:"fenced"`
 }
 
 // approvalCut is the length of a draft's text and HTML in a list, and
@@ -72,7 +79,11 @@ func approvalObject(ap app.Approval, f *fence, n int) approvalJSON {
 	o := approvalJSON{ID: ap.ID, DraftID: ap.DraftID, InboxID: ap.InboxID, Status: ap.Status, RequestedAt: timeJSON(ap.RequestedAt),
 		DecidedAt: timePtr(ap.DecidedAt), DecidedBy: ap.DecidedBy, Reason: ap.Reason, MessageID: ap.MessageID, ThreadID: ap.ThreadID,
 		Draft: draft{To: addresses(d.To, f, listCut), Cc: addresses(d.Cc, f, listCut),
-			Bcc: addresses(d.Bcc, f, listCut), Subject: f.wrap(cut(d.Subject, listCut)), Attachments: []attachmentJSON{}}}
+			Bcc: addresses(d.Bcc, f, listCut), ReplyTo: addresses(d.ReplyTo, f, listCut), Subject: f.wrap(cut(d.Subject, listCut)),
+			Headers: make([]headerJSON, 0, len(d.Headers)), Attachments: []attachmentJSON{}}}
+	for _, h := range d.Headers {
+		o.Draft.Headers = append(o.Draft.Headers, headerJSON{Name: f.wrap(cut(h.Name, listCut)), Value: f.wrap(cut(h.Value, listCut))})
+	}
 	part := func(s *string) (*string, bool) {
 		if s == nil {
 			return nil, false
@@ -104,12 +115,15 @@ func writeApprovalText(b *strings.Builder, o approvalJSON) {
 	for _, l := range []struct {
 		name string
 		as   []addressJSON
-	}{{"To", o.Draft.To}, {"Cc", o.Draft.Cc}, {"Bcc", o.Draft.Bcc}} {
+	}{{"To", o.Draft.To}, {"Cc", o.Draft.Cc}, {"Bcc", o.Draft.Bcc}, {"Reply-To", o.Draft.ReplyTo}} {
 		if len(l.as) > 0 {
 			fmt.Fprintf(b, "%s: %s\n", l.name, addressesText(l.as))
 		}
 	}
 	fmt.Fprintf(b, "Subject: %s\n", o.Draft.Subject)
+	for _, h := range o.Draft.Headers {
+		fmt.Fprintf(b, "Header %s: %s\n", h.Name, h.Value)
+	}
 	for _, a := range o.Draft.Attachments {
 		name := "(no filename)"
 		if a.Filename != nil {

@@ -681,3 +681,19 @@ func contentID(v string) string {
 	v = strings.TrimSuffix(v, ">")
 	return strings.TrimSpace(fixUTF8(v))
 }
+
+// Field is one header field, its value unfolded.
+type Field struct{ Name, Value string }
+
+// Fields returns the top-level header fields of raw whose name keep
+// accepts, in the order of the message.
+func Fields(raw []byte, keep func(name string) bool) []Field {
+	h, _ := textproto.ReadHeader(bufio.NewReader(io.LimitReader(bytes.NewReader(raw), maxHeaderBytes)))
+	out := []Field{}
+	for f := h.Fields(); f.Next(); {
+		if keep(f.Key()) {
+			out = append(out, Field{Name: f.Key(), Value: f.Value()})
+		}
+	}
+	return out
+}
