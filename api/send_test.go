@@ -320,3 +320,29 @@ func TestApprovalDraftShowsReplyToAndHeaders(t *testing.T) {
 		t.Errorf("plain draft: %s", r.body)
 	}
 }
+
+// A reply takes its defaults from what the parent's sender wrote, which
+// the caller cannot fix: a subject or display name with an encoded line
+// break is sent on one line, not refused; a Reply-To that is no address
+// is refused without quoting it (an agent reads the error).
+func TestReplyDefaultsFromABadlyWrittenParent(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	parent := e.deliver(ib, rawMail("p1@example.com", "=?utf-8?q?Order=0AInjected?=", "hi",
+		"Reply-To: =?utf-8?q?Mallory=0D=0ABcc:_x?= <m@evil.example>\r\n"))
+	r := e.sendReq(e.admin, ib, "", `{"reply_to_message_id":"`+parent.MessageID+`","text":"Yes."}`)
+	if r.status != 202 {
+		t.Fatalf("reply: %d %s", r.status, r.body)
+	}
+	m := e.get(e.admin, e.path("/inboxes/%s/messages/%s", ib, r.json(t)["message_id"])).json(t)
+	to := m["to"].([]any)[0].(map[string]any)
+	if m["subject"] != "Re: Order Injected" || to["email"] != "m@evil.example" || to["name"] != "Mallory  Bcc: x" {
+		t.Errorf("reply: subject %q, to %v", m["subject"], to)
+	}
+
+	parent = e.deliver(ib, rawMail("p2@example.com", "Hi", "hi", "Reply-To: run-this-now@and@evil.example\r\n"))
+	r = e.sendReq(e.admin, ib, "", `{"reply_to_message_id":"`+parent.MessageID+`","text":"Yes."}`)
+	if code, param := errParam(t, r); r.status != 400 || code != "invalid_request" || param != "to" || strings.Contains(string(r.body), "run-this") {
+		t.Errorf("reply to no address: %d %s", r.status, r.body)
+	}
+}

@@ -217,9 +217,18 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		}
 		inReplyTo = strings.Trim(parent.RFCMessageID, "<>")
 		refs = thread.ReplyReferences(thread.ExtractIDs(parent.References), inReplyTo)
-		subject = thread.ReplySubject(parent.Subject)
+		// What the parent's sender wrote is made fit for a header, not
+		// refused: the caller did not write it and cannot fix it.
+		subject = oneLine(thread.ReplySubject(parent.Subject))
 		if len(to)+len(cc)+len(bcc) == 0 {
 			to, cc = defaultRecipients(parent)
+			for _, addr := range slices.Concat(to, cc) {
+				if !message.ValidAddress(addr.Email) {
+					// Not quoted: the text is the sender's, and an agent
+					// reads this message.
+					return store.Outgoing{}, false, invalid("to", "the message answered has no valid address to reply to; give to")
+				}
+			}
 		}
 	}
 	if in.Subject != nil {
@@ -297,8 +306,21 @@ func hasLineBreak(s string) bool { return strings.ContainsAny(s, "\r\n") }
 // RFC 5322 §3.2.2 allows as white space in a header body: CR and LF would
 // end the header, and the rest are not text (§2.2) and reach receivers
 // who mishandle them.
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f })
+func hasControl(s string) bool { return strings.ContainsFunc(s, isControl) }
+
+func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
+
+// oneLine replaces the control characters hasControl finds with spaces.
+func oneLine(s string) string {
+	if !hasControl(s) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func validateAddresses(field string, as []message.Address) error {
@@ -365,7 +387,7 @@ func defaultRecipients(parent store.Message) (to, cc []message.Address) {
 		for _, addr := range as {
 			m := message.Address{Email: addr.Email}
 			if addr.Name != nil {
-				m.Name = *addr.Name
+				m.Name = oneLine(*addr.Name)
 			}
 			out = append(out, m)
 		}

@@ -192,8 +192,8 @@ func writePart(iw *gomail.InlineWriter, ct, body string) error {
 // non-empty local part (UTF-8 allowed, RFC 6532) and a domain, with no
 // whitespace, brackets or control characters.
 func ValidAddress(s string) bool {
-	at := strings.LastIndexByte(s, '@')
-	if at <= 0 || at == len(s)-1 || len(s) > 254 || !utf8.ValidString(s) {
+	at := strings.IndexByte(s, '@')
+	if at <= 0 || strings.Count(s, "@") != 1 || at == len(s)-1 || len(s) > 254 || !utf8.ValidString(s) {
 		return false
 	}
 	if strings.ContainsFunc(s, func(r rune) bool {

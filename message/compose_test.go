@@ -77,3 +77,15 @@ func TestComposeKeepsAttachmentTypeParameters(t *testing.T) {
 		t.Errorf("the attachment's parameters are gone:\n%s", raw)
 	}
 }
+
+func TestValidAddress(t *testing.T) {
+	for s, want := range map[string]bool{
+		"a@example.com": true, "ü@例え.jp": true, "a+tag@x": true,
+		"": false, "a": false, "@x": false, "a@": false, "a@b@c": false, "a b@x": false, "<a@x>": false,
+		"a@.x": false, "a@x.": false, "a@x..y": false, "a\r\n@x": false,
+	} {
+		if got := ValidAddress(s); got != want {
+			t.Errorf("ValidAddress(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
