@@ -824,11 +824,20 @@ func TestMCPResultSizes(t *testing.T) {
 				}
 				return whole.String(), calls + 1
 			}
-			if *b.NextOffset != offset+b.Chars || !strings.Contains(text(res), fmt.Sprintf("offset %d", *b.NextOffset)) {
+			// The text names the call that reads on, form and all.
+			next := fmt.Sprintf("call get_message with message_id %q", id)
+			if form, ok := args["body"]; ok && form != "extracted" {
+				next += fmt.Sprintf(", body %q", form)
+			}
+			next += fmt.Sprintf(" and offset %d for the rest", *b.NextOffset)
+			if *b.NextOffset != offset+b.Chars || !strings.Contains(text(res), next) {
 				t.Fatalf("next_offset %d after %d+%d; text:\n%.300s", *b.NextOffset, offset, b.Chars, text(res))
 			}
 			offset = *b.NextOffset
 		}
+	}
+	if _, calls := reassemble(map[string]any{"inbox_id": inbox, "message_id": id}, DefaultMaxCharsForTest); calls < 5 {
+		t.Fatalf("the extracted body in %d calls", calls)
 	}
 	got, calls := reassemble(map[string]any{"inbox_id": inbox, "message_id": id, "body": "text"}, DefaultMaxCharsForTest)
 	if got != rest.Text || calls < 5 {
@@ -899,6 +908,34 @@ func TestMCPResultSizes(t *testing.T) {
 	structured(t, call(t, cs, "read_thread", map[string]any{"inbox_id": inbox, "thread_id": feed.Messages[0].ThreadID}), &page)
 	if len(page.Messages) != 1 || !page.Messages[0].AddressesCut || len(page.Messages[0].To) != 50 {
 		t.Errorf("a thread of a message to thousands: %+v", page)
+	}
+
+	// A thread whose subject is too long for the result to hold twice
+	// (as the thread's and its message's) is read with the thread's
+	// subject cut: 30,000 characters, which the message shows whole, and
+	// 144,000, which no result holds and the message shows cut too.
+	for i, words := range []int{30, 144} {
+		subject := strings.TrimSpace(strings.Repeat(strings.Repeat("word ", 200)+"\r\n ", words))
+		mustSend(t, s.smtp, "inbox@localhost", fmt.Sprintf("From: stranger@example.net\r\nMessage-ID: <long-subject%d@x>\r\nSubject: %s\r\n\r\nhi\r\n", i, subject))
+		structured(t, call(t, cs, "list_messages", map[string]any{"inbox_id": inbox, "limit": 1}), &feed)
+		var thread struct {
+			Thread   struct{ Subject string }
+			Messages []struct {
+				Subject string
+				Body    struct{ Text string }
+			}
+			Fence fence
+		}
+		res := call(t, cs, "read_thread", map[string]any{"inbox_id": inbox, "thread_id": feed.Messages[0].ThreadID})
+		structured(t, res, &thread)
+		whole := strings.ReplaceAll(subject, "\r\n", "")
+		if len(thread.Messages) != 1 || size(t, res) > DefaultMaxCharsForTest || !strings.HasSuffix(thread.Fence.unfence(t, thread.Thread.Subject), "…") ||
+			len([]rune(thread.Fence.unfence(t, thread.Thread.Subject))) > 1001 || thread.Fence.unfence(t, thread.Messages[0].Body.Text) != "hi" {
+			t.Fatalf("a thread with a subject of %d characters: %d characters, %.300v", len(whole), size(t, res), thread)
+		}
+		if got := thread.Fence.unfence(t, thread.Messages[0].Subject); strings.HasSuffix(got, "…") != (i == 1) || len(got) < 150 {
+			t.Errorf("the message's subject of %d characters shown as %d", len(whole), len(got))
+		}
 	}
 }
 

@@ -153,7 +153,13 @@ func writeBodyText(b *strings.Builder, o bodyJSON, messageID string, f *fence) {
 	}
 	fmt.Fprintf(b, "Body (%s, characters %d to %d", o.Form, o.Offset, o.Offset+o.Chars)
 	if o.Truncated {
-		fmt.Fprintf(b, "; it goes on: call get_message with message_id %q and offset %d for the rest", messageID, *o.NextOffset)
+		fmt.Fprintf(b, "; it goes on: call get_message with message_id %q", messageID)
+		if o.Form != app.BodyExtracted {
+			// The form is named unless it is get_message's default: the
+			// offset counts in this form's characters.
+			fmt.Fprintf(b, ", body %q", o.Form)
+		}
+		fmt.Fprintf(b, " and offset %d for the rest", *o.NextOffset)
 	} else {
 		b.WriteString(", the end")
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -268,8 +269,12 @@ func (s *server) readThread(ctx context.Context, c app.Caller, in *readThreadArg
 	for i, m := range read.Rows {
 		msgs[i] = bodied{m: m, atts: read.Attachments[m.ID], dels: read.Deliveries[m.ID], body: read.Bodies[m.ID]}
 	}
-	return func(f *fence) (result, error) {
-		out := readThreadOut{Thread: threadObject(read.Thread, f, 0), Messages: []bodiedMessageJSON{}, HasMore: true,
+	// The thread's subject and preview are shown whole, unless the result
+	// cannot hold them beside the first message (which may show the same
+	// subject again): then they are cut, as a list cuts them, so that a
+	// stranger's subject cannot keep the thread from being read.
+	render := func(f *fence, n int) (result, error) {
+		out := readThreadOut{Thread: threadObject(read.Thread, f, n), Messages: []bodiedMessageJSON{}, HasMore: true,
 			NextAfterSequence: ptr(int64(placeholder)), Fence: f.json()}
 		header := fmt.Sprintf("%sThread %s of inbox %s · %d message(s) · started %s\nSubject: %s\n\n", f.notice(),
 			out.Thread.ID, out.Thread.InboxID, out.Thread.MessageCount, out.Thread.CreatedAt, out.Thread.Subject)
@@ -293,6 +298,13 @@ func (s *server) readThread(ctx context.Context, c app.Caller, in *readThreadArg
 			footer = fmt.Sprintf("More follow: call read_thread again with after_sequence %d.\n", *out.NextAfterSequence)
 		}
 		return finish(limit, out, header+strings.Join(texts, "\n")+"\n"+footer)
+	}
+	return func(f *fence) (result, error) {
+		r, err := render(f, 0)
+		if big := (*tooLarge)(nil); errors.As(err, &big) {
+			r, err = render(f, listCut)
+		}
+		return r, err
 	}, nil
 }
 
