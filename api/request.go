@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,7 +17,11 @@ import (
 // decodeJSON reads a JSON body strictly (decodeStrict), at most maxBody
 // bytes of it.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	return decodeStrict(http.MaxBytesReader(w, r.Body, s.maxBody), v)
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		return decodeError(err, nil)
+	}
+	return decodeStrict(b, v)
 }
 
 // decoder is an operation's input: the request body, read by decodeJSON
@@ -26,35 +31,41 @@ func (s *Server) decoder(w http.ResponseWriter, r *http.Request) app.Decoder {
 }
 
 // decodeStrict is the one way a request body becomes a value: unknown
-// fields, wrong types, oversized bodies and anything but whitespace after
-// the JSON value are client errors that name the problem.
-func decodeStrict(rd io.Reader, v any) error {
-	dec := json.NewDecoder(rd)
+// fields, wrong types and anything but whitespace after the JSON value
+// are client errors that name the problem and where it is.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := decodeError(dec.Decode(v)); err != nil {
-		return err
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err, func() string { return errorPath(b, reflect.TypeOf(v)) })
 	}
 	// Token, not More: More reports false for a stray } or ], which
 	// would let `{…}}` through.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge
-		}
 		return app.Invalidf("", "Request body must hold a single JSON value, with nothing after it.")
 	}
 	return nil
 }
 
-// decodeError turns a JSON decoding error into a 400 that names the field
-// (or a 413 for an oversized body).
-func decodeError(err error) error {
+// decodeError turns an error reading or decoding a JSON body into a 400
+// that names the field (or a 413 for an oversized body). path, when
+// there is a body to look into, finds the field's full path:
+// encoding/json names a field without its list index or map key.
+func decodeError(err error, path func() string) error {
 	if err == nil {
 		return nil
 	}
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var tooLarge *http.MaxBytesError
+	field := func(named string) string {
+		if path != nil {
+			if p := path(); p != "" {
+				return p
+			}
+		}
+		return named
+	}
 	switch {
 	case errors.As(err, &tooLarge):
 		return errTooLarge
@@ -63,16 +74,18 @@ func decodeError(err error) error {
 	case errors.As(err, &syntax):
 		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
 	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[app.AddressInput]():
-		return app.Invalidf(typ.Field, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, typ.Field, typ.Value)
+		f := field(typ.Field)
+		return app.Invalidf(f, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, f, typ.Value)
 	case errors.As(err, &typ):
-		return app.Invalidf(typ.Field, "Field %q must be %s, not %s.", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
+		f := field(typ.Field)
+		return app.Invalidf(f, "Field %q must be %s, not %s.", f, jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF):
 		return app.Invalidf("", "Request body must be a JSON object.")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return app.Invalidf("", "Malformed JSON: unexpected end of body.")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return app.Invalidf(field, "Unknown field %q.", field)
+		f := field(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
+		return app.Invalidf(f, "Unknown field %q.", f)
 	}
 	return app.Invalidf("", "Malformed JSON: %s.", err.Error())
 }

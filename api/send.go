@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 
@@ -19,7 +18,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	read := func() ([]byte, error) {
 		if body == nil && readErr == nil {
 			body, readErr = io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxSendBody))
-			readErr = decodeError(readErr)
+			readErr = decodeError(readErr, nil)
 		}
 		return body, readErr
 	}
@@ -35,7 +34,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		return decodeStrict(bytes.NewReader(b), v)
+		return decodeStrict(b, v)
 	})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -96,8 +96,11 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"bad base64", `{"to":["a@b.c"],"attachments":[{"filename":"a","content_base64":"!!!"}]}`, 400, "invalid_request", "attachments[0].content_base64"},
 		{"unknown field", `{"to":["a@b.c"],"from":"ceo@x"}`, 400, "invalid_request", "from"},
 		{"wrong type", `{"to":"a@b.c"}`, 400, "invalid_request", "to"},
-		{"address of the wrong type", `{"to":[5],"text":"t"}`, 400, "invalid_request", "to"},
-		{"address with an unknown field", `{"to":["a@b.c"],"reply_to":[{"email":"a@b.com","nam":"x"}],"text":"t"}`, 400, "invalid_request", "reply_to"},
+		{"address of the wrong type", `{"to":[5],"text":"t"}`, 400, "invalid_request", "to[0]"},
+		{"address with an unknown field", `{"to":["a@b.c"],"reply_to":[{"email":"a@b.com","nam":"x"}],"text":"t"}`, 400, "invalid_request", "reply_to[0]"},
+		{"header of the wrong type", `{"to":["a@b.c"],"headers":{"X-A":"b","X-B":5},"text":"t"}`, 400, "invalid_request", "headers.X-B"},
+		{"attachment field of the wrong type", `{"to":["a@b.c"],"attachments":[{"filename":"a","content_base64":""},{"filename":5}]}`, 400, "invalid_request", "attachments[1].filename"},
+		{"attachment with an unknown field", `{"to":["a@b.c"],"attachments":[{"filename":"a","Content_Type":"text/plain","size":1}]}`, 400, "invalid_request", "attachments[0].size"},
 		{"no recipients", `{"text":"t"}`, 400, "invalid_request", "to"},
 		{"parent in another inbox", `{"reply_to_message_id":"` + foreign.MessageID + `","text":"t"}`, 404, "not_found", ""},
 	}

@@ -143,12 +143,12 @@ func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Dec
 	return func(v any) error {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 		if err != nil {
-			return decodeError(err)
+			return decodeError(err, nil)
 		}
 		if len(bytes.TrimSpace(body)) == 0 {
 			return nil
 		}
-		return decodeStrict(bytes.NewReader(body), v)
+		return decodeStrict(body, v)
 	}
 }
 
