@@ -347,6 +347,8 @@ func splitAngleGroups(item string) []string {
 	return out
 }
 
+var obsRoute = regexp.MustCompile(`<\s*@[^<>:",@\s]*(?:\s*,\s*@[^<>:",@\s]*)*\s*:`)
+
 var emailish = regexp.MustCompile(`[^\s<>()\[\]"',;:]+@[^\s<>()\[\]"',;:]+`)
 
 // fallbackAddress is the best effort for an address that RFC 5322 parsing
@@ -355,6 +357,9 @@ func fallbackAddress(item string) Address {
 	// QUIRK: senders emit unquoted specials in display names ("Doe, John
 	// <j@x>" split badly, "Dr. J. <j@x>"), bare addresses with trailing junk,
 	// or encoded-words inside quoted strings.
+	// QUIRK: an obsolete source route (RFC 5322 §4.4, "<@a,@b:k@x>"),
+	// which net/mail rejects, is dropped: it is neither address nor name.
+	item = obsRoute.ReplaceAllString(item, "<")
 	loc := emailish.FindStringIndex(item)
 	if loc == nil {
 		return Address{Name: cleanName(item)}

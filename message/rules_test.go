@@ -162,6 +162,10 @@ func TestAddressFallback(t *testing.T) {
 		{"group", `undisclosed-recipients:;`, []Address{}},
 		{"empty", ``, []Address{}},
 		{"latin-1 raw bytes", "M\xfcller <m@example.de>", []Address{{"m@example.de", "Müller"}}},
+		// RFC 5322 §4.4 obs-route: the route is not the address's and is
+		// no name either.
+		{"obsolete route", `<@route.example:k@x.org>`, []Address{{"k@x.org", ""}}},
+		{"obsolete route of two hops, named", `Kim <@a.example,@b.example:k@x.org>, j@y.org`, []Address{{"k@x.org", "Kim"}, {"j@y.org", ""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
