@@ -2,12 +2,16 @@ package api
 
 import (
 	"encoding/json"
-	"reflect"
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/inboxd/inboxd/app"
 )
 
-// errorPath names the value encoding/json failed on by its full path,
-// where encoding/json names the field alone.
+// A decoding error names the value encoding/json failed on by its full
+// path, where encoding/json names the field alone, and the path is that
+// of the value the message is about.
 func TestErrorPath(t *testing.T) {
 	type Inner struct {
 		N int `json:"n"`
@@ -17,10 +21,11 @@ func TestErrorPath(t *testing.T) {
 	}
 	type T struct {
 		Embedded
-		List     []Inner           `json:"list"`
-		Map      map[string]*Inner `json:"map"`
-		Raw      json.RawMessage   `json:"raw"`
-		Bytes    []byte            `json:"bytes"`
+		Addr     []app.AddressInput `json:"addr"`
+		List     []Inner            `json:"list"`
+		Map      map[string]*Inner  `json:"map"`
+		Raw      json.RawMessage    `json:"raw"`
+		Bytes    []byte             `json:"bytes"`
 		Untagged string
 	}
 	for _, c := range []struct{ body, path string }{
@@ -30,17 +35,23 @@ func TestErrorPath(t *testing.T) {
 		{`{"list":{"n":1}}`, "list"},
 		{`{"raw":{"anything":[1]},"map":{"a":null,"b.c":{"N":1,"x":2}}}`, "map.b.c.x"},
 		{`{"map":{"a":{"n":[]}}}`, "map.a.n"},
-		{`{"bytes":"!!","untagged":"ok"}`, "bytes"},
+		{`{"bytes":5,"untagged":"ok"}`, "bytes"},
 		{`{"untagged":5}`, "Untagged"},
 		{`{"other":1}`, "other"},
+		// encoding/json reports a later UnmarshalJSON's error in place of
+		// one it met first; the path is the reported one's.
+		{`{"e":5,"addr":["a@b",5]}`, "addr[1]"},
+		{`{"list":[{"m":1}],"addr":[{"email":"a@b","x":1}]}`, "addr[0]"},
+		{`{"list":{"n":[1,{"a":[]}]},"addr":[7]}`, "addr[0]"},
 	} {
 		var v T
 		err := decodeStrict([]byte(c.body), &v)
 		if err == nil {
 			t.Fatalf("%s decoded", c.body)
 		}
-		if got := errorPath([]byte(c.body), reflect.TypeOf(&v)); got != c.path {
-			t.Errorf("%s: %q, want %q (%v)", c.body, got, c.path, err)
+		var e *app.Error
+		if !errors.As(err, &e) || e.Param != c.path || !strings.Contains(e.Message, `"`+c.path+`"`) {
+			t.Errorf("%s: %v, want param %q", c.body, err, c.path)
 		}
 	}
 }

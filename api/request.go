@@ -37,7 +37,7 @@ func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err, func() string { return errorPath(b, reflect.TypeOf(v)) })
+		return decodeError(err, func(field string, unknown bool) string { return errorPath(b, reflect.TypeOf(v), field, unknown) })
 	}
 	// Token, not More: More reports false for a stray } or ], which
 	// would let `{…}}` through.
@@ -51,16 +51,16 @@ func decodeStrict(b []byte, v any) error {
 // that names the field (or a 413 for an oversized body). path, when
 // there is a body to look into, finds the field's full path:
 // encoding/json names a field without its list index or map key.
-func decodeError(err error, path func() string) error {
+func decodeError(err error, path func(field string, unknown bool) string) error {
 	if err == nil {
 		return nil
 	}
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var tooLarge *http.MaxBytesError
-	field := func(named string) string {
+	field := func(named string, unknown bool) string {
 		if path != nil {
-			if p := path(); p != "" {
+			if p := path(named, unknown); p != "" {
 				return p
 			}
 		}
@@ -74,17 +74,17 @@ func decodeError(err error, path func() string) error {
 	case errors.As(err, &syntax):
 		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
 	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[app.AddressInput]():
-		f := field(typ.Field)
+		f := field(typ.Field, false)
 		return app.Invalidf(f, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, f, typ.Value)
 	case errors.As(err, &typ):
-		f := field(typ.Field)
+		f := field(typ.Field, false)
 		return app.Invalidf(f, "Field %q must be %s, not %s.", f, jsonType(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF):
 		return app.Invalidf("", "Request body must be a JSON object.")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return app.Invalidf("", "Malformed JSON: unexpected end of body.")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f := field(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
+		f := field(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), true)
 		return app.Invalidf(f, "Unknown field %q.", f)
 	}
 	return app.Invalidf("", "Malformed JSON: %s.", err.Error())
