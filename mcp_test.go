@@ -936,6 +936,13 @@ func TestMCPResultSizes(t *testing.T) {
 		if got := thread.Fence.unfence(t, thread.Messages[0].Subject); strings.HasSuffix(got, "…") != (i == 1) || len(got) < 150 {
 			t.Errorf("the message's subject of %d characters shown as %d", len(whole), len(got))
 		}
+		// An agent waiting for replies reads on from the last sequence: a
+		// page of no messages, with the subject whole where it fits.
+		res = call(t, cs, "read_thread", map[string]any{"inbox_id": inbox, "thread_id": feed.Messages[0].ThreadID, "after_sequence": 1})
+		structured(t, res, &thread)
+		if len(thread.Messages) != 0 || size(t, res) > DefaultMaxCharsForTest || strings.HasSuffix(thread.Fence.unfence(t, thread.Thread.Subject), "…") != (i == 1) {
+			t.Errorf("a thread with a subject of %d characters, after its message: %d characters, %.300v", len(whole), size(t, res), thread)
+		}
 	}
 }
 

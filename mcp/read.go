@@ -283,6 +283,9 @@ func (s *server) readThread(ctx context.Context, c app.Caller, in *readThreadArg
 		if err != nil {
 			return result{}, err
 		}
+		if !sp.fits(0, 0) { // a page with no messages too
+			return result{}, tooLargef("thread %s does not fit in %d characters", read.Thread.ID, limit)
+		}
 		shown, texts, err := fitBodied(ctx, sp, f, form, threadAddresses, msgs, func(m app.Message) string {
 			return fmt.Sprintf("read it with get_message, message_id %q (with max_chars up to %d)", m.ID, HardMaxChars)
 		})
