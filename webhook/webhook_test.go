@@ -700,11 +700,13 @@ func TestSlowEndpointDoesNotDelayFast(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	inSlow, maxSlow := 0, 0
+	arrived := make(chan struct{}, 64)
 	slow := newReceiver(t, func(request) (int, http.Header) {
 		mu.Lock()
 		inSlow++
 		maxSlow = max(maxSlow, inSlow)
 		mu.Unlock()
+		arrived <- struct{}{}
 		<-release
 		mu.Lock()
 		inSlow--
@@ -731,6 +733,15 @@ func TestSlowEndpointDoesNotDelayFast(t *testing.T) {
 		fast.next(t) // all 20 arrive while the slow endpoint holds its 4
 	}
 	e.waitFor("fast delivered", func() bool { return e.statuses(fastEP.ID)[store.WebhookDelivered] == n })
+	// The slow endpoint's fourth request may still be on its way when the
+	// fast one is done: wait for its arrival, not for a moment.
+	for i := range 4 {
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the slow endpoint got %d requests, want 4", i)
+		}
+	}
 	mu.Lock()
 	if inSlow != 4 {
 		t.Errorf("slow endpoint has %d requests in flight, want 4", inSlow)
