@@ -312,9 +312,6 @@ func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 
 // oneLine replaces the control characters hasControl finds with spaces.
 func oneLine(s string) string {
-	if !hasControl(s) {
-		return s
-	}
 	return strings.Map(func(r rune) rune {
 		if isControl(r) {
 			return ' '
