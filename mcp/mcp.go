@@ -259,7 +259,7 @@ func longResult() gomcp.Meta { return gomcp.Meta{"anthropic/maxResultSizeChars":
 // tools registers every tool, in one place.
 func (s *server) tools() {
 	addTool[inboxesArgs, inboxesOut](s, &gomcp.Tool{Name: "list_inboxes", Title: "List inboxes", Annotations: readOnly,
-		Description: "Lists the inboxes this API key may use, oldest first: each inbox's id (pass it as inbox_id to the other tools), address and send policy."}, s.listInboxes())
+		Description: "Lists the inboxes this API key may use, oldest first: each inbox's id (pass it as inbox_id to the other tools), address and send policy. Addresses are fenced: where mail to a new address creates an inbox, its sender chose the address." + untrusted}, s.listInboxes())
 	addTool[threadsArgs, threadsOut](s, &gomcp.Tool{Name: "list_threads", Title: "List conversations", Annotations: readOnly, Meta: longResult(),
 		Description: "Lists an inbox's conversations (threads), the most recently active first, optionally only those matching a search: each thread's id, subject, the start of its newest message and its message count. Read one with read_thread." + untrusted}, s.listThreads())
 	addTool[readThreadArgs, readThreadOut](s, &gomcp.Tool{Name: "read_thread", Title: "Read a conversation", Annotations: readOnly, Meta: longResult(),

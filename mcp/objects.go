@@ -53,7 +53,7 @@ func cut(s string, n int) string {
 
 type inboxJSON struct {
 	ID             string   `json:"id"`
-	Address        string   `json:"address"`
+	Address        string   `json:"address" jsonschema:"fenced: under an accept policy that creates inboxes, the sender of the first mail chose it"`
 	DisplayName    *string  `json:"display_name"`
 	Environment    string   `json:"environment" jsonschema:"live or test (a test inbox never sends outside inboxd)"`
 	SendPolicy     string   `json:"send_policy" jsonschema:"allow, approve_all or approve_external: which sends wait for a person's approval"`
@@ -62,12 +62,15 @@ type inboxJSON struct {
 	DeferredCount  int64    `json:"deferred_count" jsonschema:"inbound messages held for up to ten minutes while their thread is found"`
 }
 
-func inboxObject(ib app.Inbox) inboxJSON {
+// inboxObject renders an inbox. Its address is fenced: under --accept
+// domain or any, mail to a new address creates the inbox, so a stranger
+// wrote the address (RCPT TO), and nothing marks which inboxes those are.
+func inboxObject(ib app.Inbox, f *fence) inboxJSON {
 	d := ib.AllowedDomains
 	if d == nil {
 		d = []string{}
 	}
-	return inboxJSON{ID: ib.ID, Address: ib.Address, DisplayName: strOrNull(ib.DisplayName), Environment: ib.Environment,
+	return inboxJSON{ID: ib.ID, Address: f.wrap(ib.Address), DisplayName: strOrNull(ib.DisplayName), Environment: ib.Environment,
 		SendPolicy: ib.SendPolicy, AllowedDomains: d, CreatedAt: timeJSON(ib.CreatedAt), DeferredCount: ib.DeferredCount}
 }
 

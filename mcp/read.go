@@ -111,6 +111,7 @@ type inboxesOut struct {
 	Inboxes    []inboxJSON `json:"inboxes"`
 	NextCursor *string     `json:"next_cursor" jsonschema:"pass as cursor for the next page; null on the last"`
 	HasMore    bool        `json:"has_more"`
+	Fence      fenceJSON   `json:"fence"`
 }
 
 func (s *server) listInboxes() handler[inboxesArgs] {
@@ -119,13 +120,13 @@ func (s *server) listInboxes() handler[inboxesArgs] {
 		fetch: func(ctx context.Context, c app.Caller, in *inboxesArgs, limit string) (app.Page[app.Inbox], error) {
 			return s.app.ListInboxes(ctx, c, app.PageParams{Limit: limit, Cursor: in.Cursor})
 		},
-		head: func(_ *inboxesArgs, _ *fence, n int) string { return fmt.Sprintf("%d inbox(es):\n", n) },
-		row: func(ib app.Inbox, _ *fence) (inboxJSON, string) {
-			o := inboxObject(ib)
+		head: func(_ *inboxesArgs, f *fence, n int) string { return f.notice() + fmt.Sprintf("%d inbox(es):\n", n) },
+		row: func(ib app.Inbox, f *fence) (inboxJSON, string) {
+			o := inboxObject(ib, f)
 			return o, fmt.Sprintf("- %s %s · %s · send policy %s\n", o.ID, o.Address, o.Environment, o.SendPolicy)
 		},
-		out: func(rows []inboxJSON, next *string, more bool, _ *fence) any {
-			return inboxesOut{Inboxes: rows, NextCursor: next, HasMore: more}
+		out: func(rows []inboxJSON, next *string, more bool, f *fence) any {
+			return inboxesOut{Inboxes: rows, NextCursor: next, HasMore: more, Fence: f.json()}
 		},
 		one: func(ib app.Inbox) string { return "inbox " + ib.ID },
 	}.handler
