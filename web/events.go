@@ -20,9 +20,10 @@ const writeGrace = 30 * time.Second
 // reconnects sends the last one back (Last-Event-ID) and resumes right
 // after it, so a dropped connection misses nothing. A new stream starts
 // at ?after= or, without it, at the end of the log. Each wait is one
-// long-poll of the log (app.Events); between two, the session is checked
-// again, so a sign-out or a revoked key ends the stream at the next
-// heartbeat ("event: ended"), and the drain ends it at once.
+// long-poll of the log (app.Events); after each, before anything it
+// brought is sent, the session is checked again, so a sign-out or a
+// revoked key ends the stream ("event: ended") at the next event or
+// heartbeat with nothing more sent, and the drain ends it at once.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
@@ -41,9 +42,16 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	reset := false
 	if after != "" {
 		// A cursor that is no position of this log (a database replaced
-		// meanwhile) restarts at the end, and says so.
-		if _, err := c.app.Events(r.Context(), caller, app.EventsParams{After: after, Limit: "1"}); app.ErrorCode(err) == app.EInvalidCursor {
+		// meanwhile) restarts at the end, and says so. Any other error
+		// (a key without events:read) is the answer: nothing unchecked
+		// reaches the stream.
+		_, err := c.app.Events(r.Context(), caller, app.EventsParams{After: after, Limit: "1"})
+		switch {
+		case app.ErrorCode(err) == app.EInvalidCursor:
 			after, reset = "", true
+		case err != nil:
+			c.writeError(w, r, err)
+			return
 		}
 	}
 	if after == "" {
@@ -92,6 +100,14 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			send("event: error\ndata: " + strconv.Quote(app.ErrorMessage(err)) + "\n\n")
 			return
 		}
+		// The wait may have outlasted the session: what it brought is
+		// sent only if the session still stands.
+		if caller, _, err = c.app.Session(r.Context(), ck.Value); err != nil {
+			if r.Context().Err() == nil {
+				send("event: ended\ndata: {}\n\n")
+			}
+			return
+		}
 		out := ""
 		for _, e := range page.Events {
 			// The envelope is one line of JSON (encoding/json writes no
@@ -105,12 +121,6 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		after = page.Next
-		if caller, _, err = c.app.Session(r.Context(), ck.Value); err != nil {
-			if r.Context().Err() == nil {
-				send("event: ended\ndata: {}\n\n")
-			}
-			return
-		}
 	}
 }
 

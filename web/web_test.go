@@ -461,14 +461,34 @@ func TestEventStream(t *testing.T) {
 	if err := json.Unmarshal([]byte(next(ch).data), &env); err != nil || env.Data.MessageID != second.MessageID {
 		t.Fatalf("resumed: %+v %v", env, err)
 	}
+	// Mail after the key's revocation wakes the stream's wait, and ends
+	// it: the event is not sent.
 	if err := e.db.RevokeKey(context.Background(), e.boot.ProjectID, k.ID); err != nil {
 		t.Fatal(err)
 	}
+	e.deliver(ib, "Message-ID: <three@x>\r\nSubject: 3\r\n\r\n3\r\n")
 	if ev := next(ch); ev.event != "ended" {
 		t.Errorf("after the key's revocation: %+v", ev)
 	}
 	if _, ok := <-ch; ok {
 		t.Error("the stream goes on after it ended")
+	}
+}
+
+// A key without events:read gets no stream, with or without a cursor to
+// resume from, and nothing of the cursor is echoed.
+func TestEventStreamNeedsEventsRead(t *testing.T) {
+	e := newEnv(t)
+	_, token, err := e.db.CreateKey(context.Background(), e.boot.ProjectID, "k", []string{"inboxes:read"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.signIn(token)
+	for _, q := range []string{"", "?after=x%0Aevent:%20injected%0Adata:%20%7B%7D%0A%0A"} {
+		r := e.do("GET", "/console/events"+q, id, "")
+		if b := readAll(t, r); r.StatusCode != http.StatusForbidden || strings.Contains(b, "injected") {
+			t.Errorf("events%s: %d %s", q, r.StatusCode, b)
+		}
 	}
 }
 
