@@ -38,24 +38,30 @@ const frameStyle = `body{margin:12px;font:15px/1.5 system-ui,-apple-system,"Sego
 var hostSource = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
 
 // frameCSP is the frame's policy: images only from inlineBase (the
-// message's signed inline URLs) or data:, and with remote also from the
-// network.
+// message's signed inline URLs: its own cid: attachments, SPEC §12), and
+// with remote also from the network. Not data: — the SPEC limits img-src
+// to the cid: attachments, so an image the HTML carries in a data: URI
+// stays blank (the sanitized HTML keeps it for API clients).
 func frameCSP(r *http.Request, inlineBase string, remote bool) string {
 	// The sandbox makes the document's own origin opaque, so the sources
 	// name the console's origin as the browser reached it.
-	img, ancestors := "data:", "'self'"
+	var img []string
+	ancestors := "'self'"
 	if hostSource.MatchString(r.Host) {
 		origin := "http://" + r.Host // also matches https (CSP 3 upgrades the scheme)
 		if isHTTPS(r) {
 			origin = "https://" + r.Host
 		}
-		img = origin + inlineBase + " " + img
+		img = append(img, origin+inlineBase)
 		ancestors += " " + origin
 	}
 	if remote {
-		img += " https: http:"
+		img = append(img, "https:", "http:")
 	}
-	return "sandbox " + frameSandbox + "; default-src 'none'; img-src " + img + "; style-src 'unsafe-inline'; " +
+	if img == nil {
+		img = []string{"'none'"}
+	}
+	return "sandbox " + frameSandbox + "; default-src 'none'; img-src " + strings.Join(img, " ") + "; style-src 'unsafe-inline'; " +
 		"base-uri 'none'; form-action 'none'; frame-ancestors " + ancestors
 }
 

@@ -315,7 +315,7 @@ func TestFrame(t *testing.T) {
 		t.Fatalf("frame: %d %s", r.StatusCode, body)
 	}
 	host := strings.TrimPrefix(e.srv.URL, "http://")
-	want := "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; img-src http://" + host + m[1] + " data:; " +
+	want := "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; img-src http://" + host + m[1] + "; " +
 		"style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'self' http://" + host
 	if csp != want {
 		t.Errorf("frame CSP\n got %s\nwant %s", csp, want)
@@ -338,9 +338,21 @@ func TestFrame(t *testing.T) {
 
 	r = e.do("GET", path+"?images=remote", id, "")
 	body = readAll(t, r)
-	if !strings.Contains(body, `<img src="https://t.example/p.gif">`) || !strings.Contains(r.Header.Get("Content-Security-Policy"), " data: https: http:;") ||
+	if !strings.Contains(body, `<img src="https://t.example/p.gif">`) || !strings.Contains(r.Header.Get("Content-Security-Policy"), m[1]+" https: http:;") ||
 		strings.Contains(body, "<script") || !inlineURL.MatchString(body) {
 		t.Errorf("with remote images: %s\n%s", r.Header.Get("Content-Security-Policy"), body)
+	}
+}
+
+// A Host header that cannot stand in a policy leaves the frame no image
+// source at all, not data: (SPEC §12: the message's own cid: images only).
+func TestFrameCSPWithAnOddHost(t *testing.T) {
+	r := httptest.NewRequest("GET", "/console/x", nil)
+	r.Host = "a;b"
+	for remote, want := range map[bool]string{false: "img-src 'none';", true: "img-src https: http:;"} {
+		if csp := frameCSP(r, "/console/inline/t/", remote); !strings.Contains(csp, want) {
+			t.Errorf("remote %v: %s", remote, csp)
+		}
 	}
 }
 
