@@ -842,6 +842,21 @@ func TestConsoleLimitedKey(t *testing.T) {
 	if len(still.Data) != 1 {
 		t.Errorf("%d messages after the refused deletes", len(still.Data))
 	}
+	// A hash that is no valid percent-encoding is no page, not a blank one.
+	tb.hash("#/inbox/%E0%A4%A")
+	tb.wait("no such page", `document.querySelector('main .notice') && document.querySelector('main .notice').textContent.includes('There is no such page')`)
+
+	// An approver's key for every inbox, without inboxes:read, cannot
+	// find the inboxes to ask: it is told so, not that nothing waits.
+	var approver struct{ Token string }
+	s.call(t, "POST", "/keys", map[string]any{"name": "approver", "scopes": []string{"approvals:read", "approvals:write"}}, &approver)
+	ap := newTab(t, s.base, true)
+	ap.signIn(approver.Token)
+	ap.hash("#/approvals")
+	ap.wait("a word about inboxes:read", `document.querySelector('main .notice') && document.querySelector('main .notice').textContent.includes('needs the scope inboxes:read')`)
+	if eval[bool](ap, `document.body.innerText.includes('Nothing waits')`) {
+		t.Error("the approver is told that nothing waits")
+	}
 }
 
 // xssCatcher counts the requests any payload that ran would make.

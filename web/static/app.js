@@ -50,6 +50,16 @@ function parseHash() {
   return { path, params: new URLSearchParams(qs || '') };
 }
 
+// decodeArgs is a route's arguments decoded, or null when one is not
+// valid percent-encoding (decodeURIComponent throws).
+function decodeArgs(m) {
+  try {
+    return m.slice(1).map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+}
+
 async function route() {
   if (!session.current) return;
   const { path, params } = parseHash();
@@ -62,9 +72,10 @@ async function route() {
     if (!m) continue;
     // Each view renders into a root of its own: one still loading when
     // another replaces it fills a root that is no longer shown.
+    const args = decodeArgs(m);
+    if (!args) break; // a malformed %-escape names no page
     const root = h('div', { class: 'view' });
     clear(main).append(root);
-    const args = m.slice(1).map(decodeURIComponent);
     try {
       const view = await render(root, { args, params, go });
       if (gen === generation) current = view || {};

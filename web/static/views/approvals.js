@@ -11,6 +11,13 @@ export async function render(main, { args }) {
     main.append(needScope('approvals:read', 'Reading approvals'));
     return { back: inboxId ? '#/inbox/' + enc(inboxId) : '#/' };
   }
+  // Approvals are listed per inbox: a key that may use every inbox but
+  // not list them has no inboxes to ask, and an empty list would say that
+  // nothing waits.
+  if (!inboxId && !has('inboxes:read') && !session.current.inbox_ids) {
+    main.append(needScope('inboxes:read', 'Finding the inboxes whose approvals to show'));
+    return { back: '#/' };
+  }
   const pending = h('div', { class: 'list', role: 'list', 'aria-label': 'Pending approvals' });
   const decided = h('div', { class: 'list', role: 'list', 'aria-label': 'Decided approvals' });
   main.append(h('h2', {}, 'Pending'), pending, h('h2', {}, 'Decided'), decided);
