@@ -9,7 +9,8 @@ import (
 )
 
 // Retention removes old mail for good (SPEC §13, --retention and
-// --max-messages): a pruned message goes with everything that hangs off
+// --max-messages), but never a send still being delivered (prunable): a
+// pruned message goes with everything that hangs off
 // it (contents, attachments, deliveries, its Message-ID aliases: ON
 // DELETE CASCADE), its search row, and its place in
 // its thread's counters; a thread left with no message goes too.
@@ -54,6 +55,13 @@ type Pruned struct {
 	// arrived at its start waited for the writer.
 	Longest time.Duration
 }
+
+// prunable holds back the messages whose send is still under way: a
+// delivery not yet final (queued, deferred, being sent) has a next
+// attempt, and pruning its message would drop it (ON DELETE CASCADE), so
+// the send would vanish with no failed or bounced. Such a message goes in
+// a later round, once every delivery of it is final.
+const prunable = `NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = messages.id AND d.next_attempt_at IS NOT NULL)`
 
 // bound is one inbox's part of a retention round: its messages before
 // (at, id), in (created_at, id) order, go.
@@ -102,7 +110,7 @@ func bounds(ctx context.Context, q querier, r Retention) ([]bound, error) {
 			continue
 		}
 		var some bool
-		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE inbox_id = ? AND (created_at, id) < (?, ?))`,
+		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE inbox_id = ? AND (created_at, id) < (?, ?) AND `+prunable+`)`,
 			b.inbox, b.at, b.id).Scan(&some); err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}
@@ -131,7 +139,7 @@ func pruneSlice(ctx context.Context, tx *sql.Tx, plan []bound, limit int, deadli
 		b := plan[0]
 		want := min(limit-n, sliceVictims)
 		rows, err := tx.QueryContext(ctx, `SELECT rowid, id, thread_id, deleted_at IS NULL FROM messages
-			WHERE inbox_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at, id LIMIT ?`, b.inbox, b.at, b.id, want)
+			WHERE inbox_id = ? AND (created_at, id) < (?, ?) AND `+prunable+` ORDER BY created_at, id LIMIT ?`, b.inbox, b.at, b.id, want)
 		victims, err := scanAll(rows, err, "prune: messages", scan)
 		if err != nil {
 			return 0, nil, err

@@ -252,3 +252,35 @@ func TestRetentionMergesDeletedSearchEntries(t *testing.T) {
 		t.Errorf("the next round: %+v %v, want nothing", p, err)
 	}
 }
+
+// A send whose delivery is still under way (queued, deferred, being
+// sent) outlives --retention and --max-messages until its status is
+// final: pruning the message would take its queued delivery with it, and
+// the send would vanish with no failed or bounced to say so.
+func TestPruneKeepsSendsStillBeingDelivered(t *testing.T) {
+	db, b, clk := openClocked(t)
+	ctx := context.Background()
+	pending := sendTo(t, db, b.Inbox.ID, "pending@localhost", "relay", "bob@example.com")
+	clk.Advance(time.Second)
+	captured := sendTo(t, db, b.Inbox.ID, "captured@localhost", "capture", "carol@example.com")
+	clk.Advance(40 * 24 * time.Hour)
+	cutoff := clk.Now().Add(-30 * 24 * time.Hour)
+	kept := func(id string) bool {
+		_, err := db.GetMessage(ctx, b.Inbox.ID, id)
+		return err == nil
+	}
+	if n, err := db.PruneMessages(ctx, Retention{Keep: 1}, 500); err != nil || n != 0 || !kept(pending) {
+		t.Fatalf("--max-messages 1: pruned %d (%v); the pending send kept: %v", n, err, kept(pending))
+	}
+	if n, err := db.PruneMessages(ctx, Retention{Cutoff: cutoff}, 500); err != nil || n != 1 || kept(captured) || !kept(pending) {
+		t.Fatalf("--retention: pruned %d (%v); captured kept %v, pending kept %v", n, err, kept(captured), kept(pending))
+	}
+	var due int
+	if err := db.r.QueryRow(`SELECT count(*) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&due); err != nil || due != 1 {
+		t.Fatalf("%d deliveries still due (%v), want the pending one", due, err)
+	}
+	markSent(t, db)
+	if n, err := db.PruneMessages(ctx, Retention{Cutoff: cutoff}, 500); err != nil || n != 1 || kept(pending) {
+		t.Fatalf("once sent: pruned %d (%v), kept %v", n, err, kept(pending))
+	}
+}
