@@ -66,6 +66,7 @@ type relayed struct {
 	raw   []byte
 	tls   bool
 	user  string
+	helo  string // the EHLO name in force for MAIL (after STARTTLS, the one said over TLS)
 }
 
 type relaySession struct {
@@ -91,7 +92,7 @@ func (s *relaySession) Mail(from string, _ *gosmtp.MailOptions) error {
 	if !s.authd {
 		return gosmtp.ErrAuthRequired
 	}
-	s.cur.from = from
+	s.cur.from, s.cur.helo = from, s.c.Hostname()
 	return nil
 }
 func (s *relaySession) Rcpt(to string, _ *gosmtp.RcptOptions) error {
@@ -285,7 +286,7 @@ func TestRelayRetriesThenSends(t *testing.T) {
 	e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
 	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "hello"})
 	m := e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
-	if len(r.got) != 1 || !r.got[0].tls || r.got[0].user != "relayuser" || r.got[0].from != "inbox@localhost" || r.datas != 3 {
+	if len(r.got) != 1 || !r.got[0].tls || r.got[0].user != "relayuser" || r.got[0].from != "inbox@localhost" || r.got[0].helo != "inboxd.test" || r.datas != 3 {
 		t.Fatalf("relay saw %+v after %d DATA", r.got, r.datas)
 	}
 	raw, _ := e.db.Raw(context.Background(), m.ID)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +43,8 @@ type Relay struct {
 func NewRelay(cfg RelayConfig) (*Relay, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
-		return nil, fmt.Errorf("relay URL must be smtp://[user:pass@]host:port or smtps://…, got %q", cfg.URL)
+		return nil, fmt.Errorf("relay URL must be smtp://[user:pass@]host:port or smtps://… (percent-encode a / @ or : in the user or password), got %q",
+			withoutPassword(cfg.URL))
 	}
 	if u.Port() == "" {
 		u.Host = net.JoinHostPort(u.Hostname(), map[string]string{"smtp": "587", "smtps": "465"}[u.Scheme])
@@ -69,6 +71,25 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.Hostname = "localhost"
 	}
 	return &Relay{cfg: cfg, u: u, tls: tc}, nil
+}
+
+// withoutPassword is a relay URL that did not parse, fit to show: the
+// password (between the user's ':' and the last '@' of the authority)
+// becomes "…". The URL did not parse, so it is cut by hand.
+func withoutPassword(raw string) string {
+	rest := raw
+	if _, after, ok := strings.Cut(raw, "://"); ok {
+		rest = after
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return raw[:len(raw)-len(rest)] + user + ":…" + rest[at:]
 }
 
 // Send submits raw from `from` to rcpts. It returns one reply per
@@ -209,13 +230,13 @@ func (r *Relay) conn() (*gosmtp.Client, error) {
 		}
 		c = gosmtp.NewClient(conn)
 	}
-	// NewClientStartTLS has already said EHLO (as "localhost"); the other
-	// connections say it here with our name.
-	if _, ok := c.TLSConnectionState(); !ok || r.u.Scheme == "smtps" {
-		if err := c.Hello(r.cfg.Hostname); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("relay EHLO: %w", err)
-		}
+	// EHLO with our name. After STARTTLS this is the EHLO over TLS, the
+	// one the relay goes by (RFC 3207 §4.2); the one before it, which
+	// NewClientStartTLS says as "localhost", go-smtp keeps out of reach
+	// on purpose (emersion/go-smtp#297).
+	if err := c.Hello(r.cfg.Hostname); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("relay EHLO: %w", err)
 	}
 	c.CommandTimeout = r.cfg.Timeout
 	c.SubmissionTimeout = r.cfg.Timeout
