@@ -254,7 +254,9 @@ func TestSignalsForceExitOnlyAfterASecond(t *testing.T) {
 // /readyz says 503 (a load balancer sees the server stopping, not a
 // refused connection); the transaction then gets its 250.
 func TestReadyzIs503WhileStopping(t *testing.T) {
-	s := startServer(t, t.TempDir(), "--shutdown-timeout", "1m")
+	data := t.TempDir()
+	s := startServer(t, data, "--shutdown-timeout", "1m")
+	api, project, inbox := adminAPI(t, data, s.http)
 	c, err := net.Dial("tcp", s.smtp)
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +302,27 @@ func TestReadyzIs503WhileStopping(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/readyz while stopping: %d, want 503", resp.StatusCode)
+	}
+	// While SMTP drains, HTTP takes no new work: a send, a read, an MCP
+	// call are refused (the listener stays open for /readyz alone).
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/v1/projects/" + project + "/inboxes/" + inbox + "/messages", `{"to":["a@example.com"],"text":"x"}`},
+		{"GET", "/v1/me", ""},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+	} {
+		req, _ := http.NewRequest(r.method, "http://"+s.http+r.path, strings.NewReader(r.body))
+		req.Header.Set("Authorization", "Bearer "+api.key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s while stopping: %v", r.method, r.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"code":"temporarily_unavailable"`) {
+			t.Errorf("%s %s while stopping: %d %.200s", r.method, r.path, resp.StatusCode, b)
+		}
 	}
 	expect(250, ".")
 	if err := <-stopped; err != nil {

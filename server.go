@@ -307,7 +307,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", httpMetrics.Handler("/mcp", mcpHandler))
+	mux.Handle("/mcp", httpMetrics.Handler("/mcp", api.RefuseWhileDraining(s.draining, mcpHandler)))
 	mux.Handle("/", console.Handler(handler))
 	// No ReadTimeout or WriteTimeout: they would cut long-polls and the
 	// console's event stream. The body has its own bound
@@ -403,7 +403,8 @@ func (s *server) Run(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	// SMTP first: while its transactions in DATA finish, HTTP still
-	// answers, /readyz with 503 (SPEC §13), and long-polls end at once.
+	// answers /readyz with 503 (SPEC §13) and any new request with 503
+	// (api.RefuseWhileDraining), and long-polls end at once.
 	if err := s.smtp.Shutdown(shutdownCtx); err != nil {
 		s.log.Warn("smtp shutdown: closing sessions still open", "err", err)
 		s.smtp.Close()

@@ -101,6 +101,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 	r.Get("/v1/openapi.json", s.openapi)
 
 	r.Group(func(r chi.Router) {
+		r.Use(func(next http.Handler) http.Handler { return RefuseWhileDraining(s.draining, next) })
 		r.Use(s.authenticate)
 		if lim := cfg.Limiter; lim != nil {
 			r.Use(func(next http.Handler) http.Handler {
@@ -164,6 +165,28 @@ func (s *Server) routes(cfg Config) http.Handler {
 	return r
 }
 
+// errDraining answers a request that arrives once shutdown has begun.
+var errDraining = app.Errorf(app.ETemporarilyUnavailable, "The server is shutting down.")
+
+// RefuseWhileDraining answers every request that arrives once draining
+// is closed with 503 temporarily_unavailable (SPEC §13: SIGTERM stops
+// accepting; the requests in flight finish). The listener stays open
+// while SMTP drains so that /readyz can answer its 503, and this keeps
+// it from taking new work meanwhile. The connection closes after the
+// answer.
+func RefuseWhileDraining(draining <-chan struct{}, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-draining:
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, httpStatus(errDraining), errorJSON(errDraining))
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -175,7 +198,7 @@ const readyTimeout = 5 * time.Second
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.draining:
-		s.writeError(w, r, app.Errorf(app.ETemporarilyUnavailable, "The server is shutting down."))
+		s.writeError(w, r, errDraining)
 		return
 	default:
 	}

@@ -34,11 +34,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == app.EInternal {
 		s.log.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	body := map[string]any{"code": code, "message": app.ErrorMessage(err)}
+	writeJSON(w, httpStatus(err), errorJSON(err))
+}
+
+// errorJSON is the body of an error answer (SPEC §5.1).
+func errorJSON(err error) map[string]any {
+	body := map[string]any{"code": app.ErrorCode(err), "message": app.ErrorMessage(err)}
 	if param := app.ErrorParam(err); param != "" {
 		body["param"] = param
 	}
-	writeJSON(w, httpStatus(err), map[string]any{"error": body})
+	return map[string]any{"error": body}
 }
 
 // appendJSONLine appends a's JSON and the Encoder's newline.
