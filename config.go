@@ -270,6 +270,26 @@ func (c *Config) validate() error {
 	if c.SMTPMaxSessionsPerIP < 0 {
 		return fmt.Errorf("--smtp-max-sessions-per-ip must be 0 (no limit) or more")
 	}
+	// A bound that cannot hold would start a server that refuses
+	// everything (a negative timeout closes every session before its
+	// greeting), so it is refused here, before anything is created.
+	for _, b := range []struct {
+		flag string
+		bad  bool
+		want string
+	}{
+		{"--max-recipients", c.MaxRecipients < 1, "1 or more"},
+		{"--max-sessions", c.MaxSessions < 0, "0 (no limit) or more"},
+		{"--smtp-command-timeout", c.SMTPCommandTimeout <= 0, "positive"},
+		{"--smtp-session-timeout", c.SMTPSessionTimeout <= 0, "positive"},
+		{"--api-rate-limit", c.APIRateLimit < 0, "0 (no limit) or more"},
+		{"--http-body-timeout", c.HTTPBodyTimeout < 0, "0 (no bound) or more"},
+		{"--shutdown-timeout", c.ShutdownTimeout <= 0, "positive"},
+	} {
+		if b.bad {
+			return fmt.Errorf("%s must be %s", b.flag, b.want)
+		}
+	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:

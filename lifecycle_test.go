@@ -145,11 +145,22 @@ func TestBadFlagsCreateNothing(t *testing.T) {
 		{"http address", []string{"--http-addr", "nonsense"}, "--http-addr"},
 		{"metrics address port", []string{"--metrics-addr", "127.0.0.1:99999"}, "--metrics-addr"},
 		{"smtps address", []string{"--smtp-tls-self-signed", "--smtps-addr", "127.0.0.1:smtps-please"}, "--smtps-addr"},
+		{"command timeout", []string{"--smtp-command-timeout", "-1s"}, "--smtp-command-timeout must be positive"},
+		{"session timeout", []string{"--smtp-session-timeout", "0s"}, "--smtp-session-timeout must be positive"},
+		{"recipients", []string{"--max-recipients", "-5"}, "--max-recipients must be 1 or more"},
+		{"sessions", []string{"--max-sessions", "-1"}, "--max-sessions must be 0"},
+		{"rate limit", []string{"--api-rate-limit", "-3"}, "--api-rate-limit must be 0"},
+		{"body timeout", []string{"--http-body-timeout", "-1s"}, "--http-body-timeout must be 0"},
+		{"shutdown timeout", []string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "inboxd-data")
 			args := append([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, tc.args...)
-			err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
+			// Cancelled already: flags taken by mistake start a server that
+			// stops at once, and the test fails instead of waiting on it.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := run(ctx, args, func(string) string { return "" }, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run: %v, want an error about %s", err, tc.want)
 			}
