@@ -66,8 +66,14 @@ type Config struct {
 	// /mcp accepts its host (SPEC §11).
 	PublicURL string
 
-	Outbound              string
-	RelayURL              string
+	Outbound string
+	RelayURL string
+	// DirectPort and DirectResolver are where --outbound direct reaches
+	// mail exchangers (25) and asks DNS (the system's resolver when
+	// empty); DKIMKeys are its signing keys, each DOMAIN:SELECTOR:FILE.
+	DirectPort            string
+	DirectResolver        string
+	DKIMKeys              listFlag
 	RelayCAFile           string
 	RelayInsecure         bool
 	RelayMessageIDPattern string
@@ -181,12 +187,15 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.APIRateLimit, "api-rate-limit", 60000, "requests per minute per key, REST and /mcp together (429 above it); 0 disables")
 	fs.DurationVar(&c.HTTPBodyTimeout, "http-body-timeout", time.Minute, "longest time an HTTP request body may take to arrive (a slower one gets 400); 0 disables")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the URL clients reach this server at behind a reverse proxy (https://mail.example.com): /mcp accepts requests for its host name, which it otherwise refuses on a loopback listener")
-	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent) or relay (--relay-url)")
+	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent), relay (--relay-url) or direct (each domain's MX on port 25)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
 	fs.StringVar(&c.RelayCAFile, "relay-ca-file", "", "extra CA certificates (PEM) to verify the relay with")
 	fs.BoolVar(&c.RelayInsecure, "relay-insecure", false, "allow a plaintext smtp:// relay without STARTTLS")
 	fs.StringVar(&c.RelayMessageIDPattern, "relay-message-id-pattern", "", "regexp with one group that finds a relay-assigned Message-ID in its 250 reply (SES style)")
 	fs.StringVar(&c.RelayMessageIDFormat, "relay-message-id-format", "%s", "format of the relay-assigned Message-ID, e.g. %s@email.amazonses.com")
+	fs.StringVar(&c.DirectPort, "direct-port", "25", "with --outbound direct: the port of the mail exchangers (25; another only for tests)")
+	fs.StringVar(&c.DirectResolver, "direct-resolver", "", "with --outbound direct: the DNS server (host:port) to look up MX records with; the system's resolver when empty")
+	fs.Var(&c.DKIMKeys, "dkim-key", "with --outbound direct: DOMAIN:SELECTOR:FILE, sign mail from DOMAIN with the PEM private key in FILE (RSA or Ed25519), published at SELECTOR._domainkey.DOMAIN (repeatable, or comma-separated)")
 	fs.Var(&c.OutboundRetrySchedule, "outbound-retry-schedule", "delays between delivery attempts, e.g. 1s,2s (default 1m,5m,15m,30m,1h,2h,4h; the last repeats for 3 days)")
 	fs.Var(&c.WebhookRetrySchedule, "webhook-retry-schedule", "delays between webhook delivery attempts, e.g. 1s,2s (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h; then failed)")
 	fs.BoolVar(&c.WebhookDenyPrivate, "webhook-deny-private", false, "refuse webhook URLs on any address that is not global unicast (loopback, private, link-local, CGNAT, documentation, …), at registration and at connect time")
@@ -253,10 +262,12 @@ func (c *Config) validate() error {
 		}
 	}
 	switch {
-	case c.Outbound != "capture" && c.Outbound != "relay":
-		return fmt.Errorf("--outbound must be capture or relay, not %q", c.Outbound)
+	case c.Outbound != "capture" && c.Outbound != "relay" && c.Outbound != "direct":
+		return fmt.Errorf("--outbound must be capture, relay or direct, not %q", c.Outbound)
 	case c.Outbound == "relay" && c.RelayURL == "":
 		return fmt.Errorf("--outbound relay needs --relay-url")
+	case c.Outbound != "direct" && (len(c.DKIMKeys) > 0 || c.DirectResolver != ""):
+		return fmt.Errorf("--dkim-key and --direct-resolver go with --outbound direct")
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")

@@ -44,13 +44,14 @@ var allowedDeps = map[string][]string{
 }
 
 // testDeps are what a package's tests may import beyond allowedDeps.
-// corpus is a test-only helper for any package's tests. outbound's tests
-// drive the real smtp.Relay against a fake smarthost (the true seam of
+// corpus and internal/ (dnstest: a DNS server on loopback) are test-only
+// helpers for any package's tests. outbound's tests drive the real
+// smtp.Relay and smtp.Direct against a fake smarthost or MX (the true seam of
 // outbound.Relay, which only main wires in production) with sends made
 // through the real send path, app.Send. A surface's tests set up their
 // fixtures in a real store and run the real workers beside it.
 var testDeps = map[string][]string{
-	"*":        {"corpus"},
+	"*":        {"corpus", "internal"},
 	"outbound": {"smtp", "app"},
 	"api":      {"store", "outbound", "webhook"},
 	"mcp":      {"store"},
@@ -66,8 +67,12 @@ var fileForbidden = map[string][]string{
 	"webhook/private.go": {"store"},
 }
 
-// smtp.Relay is outbound.Relay without either package importing the other.
-var _ outbound.Relay = (*smtp.Relay)(nil)
+// smtp.Relay and smtp.Direct are outbound.Relay without either package
+// importing the other.
+var (
+	_ outbound.Relay = (*smtp.Relay)(nil)
+	_ outbound.Relay = (*smtp.Direct)(nil)
+)
 
 // importAllowed reports whether file, in package pkg, may import the
 // inboxd package dep.

@@ -128,9 +128,20 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 			return nil, err
 		}
 	}
+	if c.Outbound == app.OutboundDirect {
+		dc, err := directConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		workerCfg.Relay = smtp.NewDirect(dc)
+	}
 	if c.RelayMessageIDPattern != "" {
-		if workerCfg.MessageIDPattern, err = regexp.Compile(c.RelayMessageIDPattern); err != nil || workerCfg.MessageIDPattern.NumSubexp() != 1 {
+		re, err := regexp.Compile(c.RelayMessageIDPattern)
+		if err != nil || re.NumSubexp() != 1 {
 			return nil, fmt.Errorf("--relay-message-id-pattern must be a regexp with one group: %v", err)
+		}
+		if c.Outbound == app.OutboundRelay { // only a relay's 250 names its Message-ID
+			workerCfg.MessageIDPattern = re
 		}
 	}
 
@@ -424,6 +435,33 @@ func (s *server) Run(ctx context.Context) error {
 	<-writerDone
 	s.log.Info("stopped")
 	return runErr
+}
+
+// directConfig is --outbound direct's transport: its port, its resolver
+// and its DKIM keys, each file read and checked now.
+func directConfig(c Config) (smtp.DirectConfig, error) {
+	dc := smtp.DirectConfig{Hostname: c.Hostname, Port: c.DirectPort, DKIM: map[string]smtp.DKIMKey{}}
+	if c.DirectResolver != "" {
+		if _, _, err := net.SplitHostPort(c.DirectResolver); err != nil {
+			return dc, fmt.Errorf("--direct-resolver must be host:port: %w", err)
+		}
+		var d net.Dialer
+		dc.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, c.DirectResolver)
+		}}
+	}
+	for _, k := range c.DKIMKeys {
+		parts := strings.SplitN(k, ":", 3)
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return dc, fmt.Errorf("--dkim-key %q must be DOMAIN:SELECTOR:FILE", k)
+		}
+		signer, err := smtp.LoadDKIMKey(parts[2])
+		if err != nil {
+			return dc, fmt.Errorf("--dkim-key: %w", err)
+		}
+		dc.DKIM[strings.ToLower(strings.TrimSuffix(parts[0], "."))] = smtp.DKIMKey{Selector: parts[1], Signer: signer}
+	}
+	return dc, nil
 }
 
 func serveHTTP(srv *http.Server, l net.Listener) error {

@@ -76,7 +76,7 @@ const HeartbeatStale = 5 * time.Minute
 // SendConfig configures the send path.
 type SendConfig struct {
 	// Outbound is where mail to addresses outside the gateway goes:
-	// OutboundCapture (the default) or OutboundRelay.
+	// OutboundCapture (the default), OutboundRelay or OutboundDirect.
 	Outbound        string
 	MaxRecipients   int   // 100 when 0, as for SMTP
 	MaxMessageBytes int64 // of the composed message; 25 MiB when 0

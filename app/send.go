@@ -19,6 +19,7 @@ import (
 const (
 	OutboundCapture = "capture"
 	OutboundRelay   = "relay"
+	OutboundDirect  = "direct" // each domain's MX; its deliveries are on the "relay" route too
 )
 
 // Results of a send (SPEC §6).
@@ -370,9 +371,11 @@ func (a *App) route(ctx context.Context, ib store.Inbox, email string) (string, 
 		return "local", nil
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
-	case ib.Environment == "test" || a.send.Outbound != OutboundRelay:
+	case ib.Environment == "test" || a.send.Outbound == OutboundCapture:
 		return "capture", nil
 	}
+	// The worker's transport hands it to the relay or, under direct, to
+	// the recipient domain's MX: either way it leaves the gateway.
 	return "relay", nil
 }
 

@@ -129,6 +129,15 @@ func (r *Relay) send(from string, rcpts []string, raw []byte) ([]store.RelayRepl
 			return results, "", err
 		}
 	}
+	return transact(c, from, rcpts, raw)
+}
+
+// transact runs one mail transaction on c: MAIL, a RCPT per recipient,
+// DATA. It answers each recipient with the server's reply (250 and the
+// DATA reply's text once accepted), and that final text; err is a broken
+// connection, with results holding what was answered before it.
+func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
+	results := make([]store.RelayReply, len(rcpts))
 	if err := c.Mail(from, nil); err != nil {
 		return fail(results, err)
 	}
