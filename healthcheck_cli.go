@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -17,16 +20,32 @@ func healthcheckCmd(ctx context.Context, args []string, getenv func(string) stri
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8025", "the server's HTTP address")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the answer")
+	serverName := fs.String("server-name", "", "with an https:// URL: the name the server's certificate is for, when the URL names an address (https://127.0.0.1:443 of mail.example.com)")
+	caFile := fs.String("ca-file", "", "with an https:// URL: CA certificates (PEM) to verify the server with, beside the system's")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
+	tc := &tls.Config{ServerName: *serverName, MinVersion: tls.VersionTLS12}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+		if tc.RootCAs, err = x509.SystemCertPool(); err != nil {
+			tc.RootCAs = x509.NewCertPool()
+		}
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--ca-file %s holds no certificate", *caFile)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(*url, "/")+"/readyz", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("not ready: %w", err)
 	}
