@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/inboxd/inboxd/smtp"
 )
 
 // healthcheckCmd is `inboxd healthcheck`: the exit code of a container
@@ -27,15 +27,9 @@ func healthcheckCmd(ctx context.Context, args []string, getenv func(string) stri
 	}
 	tc := &tls.Config{ServerName: *serverName, MinVersion: tls.VersionTLS12}
 	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
-		if err != nil {
+		var err error
+		if tc.RootCAs, err = smtp.SystemRootsAnd(*caFile); err != nil {
 			return fmt.Errorf("--ca-file: %w", err)
-		}
-		if tc.RootCAs, err = x509.SystemCertPool(); err != nil {
-			tc.RootCAs = x509.NewCertPool()
-		}
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--ca-file %s holds no certificate", *caFile)
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}

@@ -190,11 +190,7 @@ func (d *Direct) deliver(ctx context.Context, domain, from string, rcpts []strin
 			// for good is retried later (not at the next MX: the data may
 			// have arrived).
 			c.Close()
-			for i := range results {
-				if results[i].Code == 0 || results[i].Code/100 == 2 {
-					results[i] = store.RelayReply{Message: fmt.Sprintf("%s: %v", h, err)}
-				}
-			}
+			retryUnanswered(results, fmt.Sprintf("%s: %v", h, err))
 			return results
 		}
 		c.Quit()

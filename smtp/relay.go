@@ -51,18 +51,9 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	tc := &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
+		if tc.RootCAs, err = SystemRootsAnd(cfg.CAFile); err != nil {
 			return nil, fmt.Errorf("relay CA file: %w", err)
 		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("relay CA file %s holds no certificate", cfg.CAFile)
-		}
-		tc.RootCAs = pool
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = time.Minute
@@ -71,6 +62,23 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.Hostname = "localhost"
 	}
 	return &Relay{cfg: cfg, u: u, tls: tc}, nil
+}
+
+// SystemRootsAnd is the system's CA certificates plus those of the PEM
+// file at path (SSL_CERT_FILE still works for the former).
+func SystemRootsAnd(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no certificate", path)
+	}
+	return pool, nil
 }
 
 // withoutPassword is a relay URL that did not parse, fit to show: the
@@ -107,13 +115,20 @@ func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byt
 			r.client.Close()
 			r.client = nil
 		}
-		for i := range results {
-			if results[i].Code == 0 || results[i].Code/100 == 2 {
-				results[i] = store.RelayReply{Code: 0, Message: err.Error()}
-			}
-		}
+		retryUnanswered(results, err.Error())
 	}
 	return results, text
+}
+
+// retryUnanswered makes temporary, with msg, every recipient a broken
+// connection left without a final answer: none yet, or a 250 to RCPT
+// whose DATA never got its reply.
+func retryUnanswered(results []store.RelayReply, msg string) {
+	for i := range results {
+		if results[i].Code == 0 || results[i].Code/100 == 2 {
+			results[i] = store.RelayReply{Message: msg}
+		}
+	}
 }
 
 func (r *Relay) send(from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
