@@ -122,7 +122,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		return nil, err
 	}
 	workerCfg := outbound.WorkerConfig{RetrySchedule: c.OutboundRetrySchedule, MessageIDFormat: c.RelayMessageIDFormat, Logger: log,
-		Metrics: outbound.NewMetrics(reg)}
+		Metrics: outbound.NewMetrics(reg), ShutdownGrace: min(10*time.Second, c.ShutdownTimeout)}
 	if c.Outbound == app.OutboundRelay {
 		if workerCfg.Relay, err = smtp.NewRelay(smtp.RelayConfig{URL: c.RelayURL, CAFile: c.RelayCAFile, Insecure: c.RelayInsecure, Hostname: c.Hostname}); err != nil {
 			return nil, err
@@ -134,6 +134,10 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 			return nil, err
 		}
 		workerCfg.Relay = smtp.NewDirect(dc)
+		// Each message has connections of its own: a domain whose
+		// exchanger is slow holds one of these, not the queue. The relay
+		// keeps one connection, and one message at a time.
+		workerCfg.Concurrency = directConcurrency
 	}
 	if c.RelayMessageIDPattern != "" {
 		re, err := regexp.Compile(c.RelayMessageIDPattern)
@@ -436,6 +440,10 @@ func (s *server) Run(ctx context.Context) error {
 	s.log.Info("stopped")
 	return runErr
 }
+
+// directConcurrency is how many messages --outbound direct hands to
+// mail exchangers at once.
+const directConcurrency = 8
 
 // directConfig is --outbound direct's transport: its port, its resolver
 // and its DKIM keys, each file read and checked now.

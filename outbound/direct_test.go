@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -93,5 +94,108 @@ func TestDirectDelivery(t *testing.T) {
 		if d.Status != c.state || code != c.code || !strings.HasPrefix(text, c.text) {
 			t.Errorf("%s: %s %d %q, want %s %d %q", c.rcpt, d.Status, code, text, c.state, c.code, c.text)
 		}
+	}
+}
+
+// directTo is the direct transport over a DNS server on loopback that
+// gives each domain of mx its exchanger's address; every exchanger
+// listens on port.
+func directTo(t *testing.T, port string, mx map[string]string) *smtp.Direct {
+	t.Helper()
+	zone := dnstest.Zone{MX: map[string][]string{}, A: map[string]net.IP{}}
+	for dom, ip := range mx {
+		zone.MX[dom] = []string{"mx." + dom}
+		zone.A["mx."+dom] = net.ParseIP(ip)
+	}
+	_, resolver := dnstest.Serve(t, zone)
+	// Timeouts far beyond the tests' own: only cancelling ends a wait.
+	return smtp.NewDirect(smtp.DirectConfig{Port: port, Resolver: resolver, Timeout: 10 * time.Minute})
+}
+
+// slowAndFast is direct delivery, configured by cfg, to two domains:
+// slow.test, whose exchanger holds each message until release, and
+// fast.test, whose exchanger answers at once. Release before the test
+// ends: the worker's stop waits for the message in flight.
+func slowAndFast(t *testing.T, cfg WorkerConfig) (e *env, slow *fakeRelay, held <-chan struct{}, release func()) {
+	t.Helper()
+	fast := startRelay(t)
+	fast.open = true
+	_, port, _ := net.SplitHostPort(fast.addr)
+	slow = startRelayOn(t, net.JoinHostPort("127.0.0.2", port))
+	slow.open = true
+	held, release = slow.hold()
+	cfg.Relay = directTo(t, port, map[string]string{"slow.test": "127.0.0.2", "fast.test": "127.0.0.1"})
+	return newEnvConfig(t, app.OutboundDirect, cfg), slow, held, release
+}
+
+func waitHeld(t *testing.T, held <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exchanger never got the message")
+	}
+}
+
+// A domain whose exchanger takes its time holds only its own message:
+// mail for other domains is delivered meanwhile.
+func TestDirectSlowExchangerHoldsOnlyItsMessage(t *testing.T) {
+	e, _, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2})
+	defer release()
+
+	stuck := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
+	waitHeld(t, held)
+	quick := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "carol@fast.test"}}, Subject: subject("fast"), Text: "hello"})
+	e.waitState(t, e.boot.Inbox.ID, quick.MessageID, store.StatusSent)
+	if m, _ := e.db.GetMessage(context.Background(), e.boot.Inbox.ID, stuck.MessageID); m.State != store.StatusSending {
+		t.Errorf("the slow domain's message is %s, want still sending", m.State)
+	}
+	release()
+	e.waitState(t, e.boot.Inbox.ID, stuck.MessageID, store.StatusSent)
+}
+
+// A stop does not wait out a slow exchanger: after the grace period the
+// transaction is cut, and its recipient deferred to be tried again.
+func TestDirectStopCutsSlowDelivery(t *testing.T) {
+	slow := startRelay(t)
+	slow.open = true
+	_, port, _ := net.SplitHostPort(slow.addr)
+	held, release := slow.hold()
+	defer release()
+	e := newEnvConfig(t, app.OutboundDirect, WorkerConfig{Concurrency: 2, ShutdownGrace: 10 * time.Millisecond,
+		RetrySchedule: []time.Duration{time.Hour}, Relay: directTo(t, port, map[string]string{"slow.test": "127.0.0.1"})})
+
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
+	waitHeld(t, held)
+	stopped := make(chan struct{})
+	go func() { e.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker's Run waited out the exchanger's timeouts")
+	}
+	dels, _ := e.db.DeliveriesOf(context.Background(), []string{res.MessageID})
+	if d := dels[res.MessageID][0]; d.Status != store.StatusDeferred || d.Code != nil {
+		t.Errorf("the cut delivery: %s %v, want deferred with no answer", d.Status, d.Code)
+	}
+}
+
+// A message in flight is never handed out twice, not even once its claim's
+// lease has run out: the slot it holds stays its only one, and other
+// mail goes through the other slot.
+func TestDirectMessageInFlightIsNotClaimedAgain(t *testing.T) {
+	e, slow, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, Lease: time.Millisecond})
+	defer release()
+
+	stuck := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
+	waitHeld(t, held)
+	for i := range 3 { // each send wakes the worker, the slow claim's lease over
+		quick := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "carol@fast.test"}}, Subject: subject(fmt.Sprint("fast ", i)), Text: "hello"})
+		e.waitState(t, e.boot.Inbox.ID, quick.MessageID, store.StatusSent)
+	}
+	release()
+	e.waitState(t, e.boot.Inbox.ID, stuck.MessageID, store.StatusSent)
+	if n := slow.dataCount(); n != 1 {
+		t.Errorf("the slow exchanger was handed the message %d times", n)
 	}
 }

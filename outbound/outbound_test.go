@@ -114,7 +114,10 @@ func (s *relaySession) Data(r io.Reader) error {
 	held, gate := s.r.held, s.r.gate
 	s.r.mu.Unlock()
 	if gate != nil {
-		held <- struct{}{}
+		select {
+		case held <- struct{}{}:
+		default: // nobody counts this many
+		}
 		<-gate
 	}
 	s.r.mu.Lock()
@@ -135,6 +138,12 @@ func (s *relaySession) Data(r io.Reader) error {
 }
 
 func startRelay(t *testing.T) *fakeRelay {
+	t.Helper()
+	return startRelayOn(t, "127.0.0.1:0")
+}
+
+// startRelayOn is startRelay listening on addr.
+func startRelayOn(t *testing.T, addr string) *fakeRelay {
 	t.Helper()
 	certPEM, keyPEM, err := smtp.SelfSignedCert("relay.test")
 	if err != nil {
@@ -158,7 +167,7 @@ func startRelay(t *testing.T) *fakeRelay {
 	r.srv.TLSConfig = tc
 	r.srv.Domain = "relay.test"
 	r.srv.ErrorLog = slogPrinter{}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +187,7 @@ type env struct {
 	boot   store.Bootstrapped
 	app    *app.App // sends go through the real send path
 	worker *Worker
+	stop   func() // stops the worker's Run and waits for it to return
 }
 
 // newApp is the operations over db with mode's routes, on the clock now
@@ -215,19 +225,30 @@ func openStore(t *testing.T, now func() time.Time) (*store.DB, store.Bootstrappe
 
 func newEnv(t *testing.T, mode string, relay Relay, pattern string) *env {
 	t.Helper()
-	db, boot := openStore(t, nil)
-	cfg := WorkerConfig{Relay: relay, RetrySchedule: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := WorkerConfig{Relay: relay}
 	if pattern != "" {
 		cfg.MessageIDPattern = regexp.MustCompile(pattern)
 		cfg.MessageIDFormat = "%s@email.amazonses.com"
 	}
+	return newEnvConfig(t, mode, cfg)
+}
+
+// newEnvConfig is newEnv with the worker configured by cfg, its retries
+// 10 ms and 20 ms apart unless cfg says.
+func newEnvConfig(t *testing.T, mode string, cfg WorkerConfig) *env {
+	t.Helper()
+	db, boot := openStore(t, nil)
+	if cfg.RetrySchedule == nil {
+		cfg.RetrySchedule = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := NewWorker(db, cfg)
 	runCtx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); w.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-ran }) // before openStore's: the worker stops before the database closes
-	return &env{db: db, boot: boot, app: newApp(t, db, nil, mode, pattern != ""), worker: w}
+	stop := sync.OnceFunc(func() { cancel(); <-ran })
+	t.Cleanup(stop) // before openStore's: the worker stops before the database closes
+	return &env{db: db, boot: boot, app: newApp(t, db, nil, mode, cfg.MessageIDPattern != nil), worker: w, stop: stop}
 }
 
 // send sends in from the default inbox with the admin key, through
@@ -487,9 +508,12 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		mu.Lock()
 		now = at
 		mu.Unlock()
-		if err := w.runOnce(ctx); err != nil {
+		// One round of Run's, waited for.
+		var wg sync.WaitGroup
+		if _, err := w.dispatch(ctx, ctx, map[string]bool{}, make(chan string, 1), &wg); err != nil {
 			t.Fatal(err)
 		}
+		wg.Wait()
 		if attempts != i+1 {
 			t.Fatalf("attempt %d drew the jitter %d times in all", i+1, attempts)
 		}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,17 +27,16 @@ var DefaultRetrySchedule = []time.Duration{
 // (SPEC §6).
 const MaxRetryAge = 72 * time.Hour
 
-// claimLease is how long a claimed delivery is held by one attempt; a
-// worker that dies mid-attempt leaves it due again after this.
-const claimLease = 10 * time.Minute
-
 // Relay hands mail to the smarthost of --outbound relay (smtp.Relay is the
-// real one). The worker calls it from one goroutine at a time.
+// real one; smtp.Direct is --outbound direct's). The worker calls Send
+// from as many goroutines at once as its Concurrency, each with its own
+// message.
 //
 // Send submits raw from `from` to rcpts and returns exactly one reply per
 // recipient, in rcpts' order: 2xx is accepted, 4xx or Code 0 (no answer:
 // the relay was unreachable or the connection broke) is retried, anything
-// else bounces. Send never fails as a whole; every failure is some
+// else bounces. Once ctx is done Send gives up what it waits for, and what
+// was not answered is a Code 0. Send never fails as a whole; every failure is some
 // recipient's reply. When the relay accepted the data, dataText is its
 // final 250 text (where SES-style relays put the Message-ID they
 // assigned), otherwise "".
@@ -48,7 +50,17 @@ type Relay interface {
 
 // WorkerConfig configures the delivery worker.
 type WorkerConfig struct {
-	Relay         Relay // nil unless --outbound relay
+	Relay Relay // nil unless --outbound relay or direct
+	// Concurrency is how many messages are handed to Relay at once
+	// (default 1), so that a slow mail exchanger holds only its own.
+	Concurrency int
+	// ShutdownGrace is how long Run, once its context is done, lets the
+	// messages in flight finish before cancelling them (default 10 s).
+	ShutdownGrace time.Duration
+	// Lease is how long a claimed delivery is held by its attempt; a
+	// process that dies mid-attempt leaves it due again after this
+	// (default 10 min). A message still in flight is never claimed again.
+	Lease         time.Duration
 	RetrySchedule []time.Duration
 	MaxRetryAge   time.Duration // MaxRetryAge when zero
 	// MessageIDPattern extracts a relay-assigned Message-ID from its 250
@@ -61,8 +73,8 @@ type WorkerConfig struct {
 	// which decides what is due.
 	Now func() time.Time
 	// Jitter returns a number in [0, 1); a retry's delay is scaled by
-	// 0.9 + 0.2×Jitter() (SPEC §6's ±10%). It is called only from Run's
-	// goroutine; a random source of the worker's own when nil.
+	// 0.9 + 0.2×Jitter() (SPEC §6's ±10%). The worker calls it from one
+	// goroutine at a time; a random source of the worker's own when nil.
 	Jitter func() float64
 	Logger *slog.Logger
 	// Metrics, when set, counts relay attempts by result.
@@ -71,9 +83,10 @@ type WorkerConfig struct {
 
 // Worker drains the durable delivery queue.
 type Worker struct {
-	db   *store.DB
-	cfg  WorkerConfig
-	beat atomic.Int64 // wall-clock UnixNano of the loop's last turn
+	db       *store.DB
+	cfg      WorkerConfig
+	beat     atomic.Int64 // wall-clock UnixNano of the loop's last turn
+	jitterMu sync.Mutex   // cfg.Jitter is called from the messages' goroutines
 }
 
 // HeartbeatEvery is how often, at least, Run's loop turns when it has
@@ -102,6 +115,15 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 	if cfg.MaxRetryAge == 0 {
 		cfg.MaxRetryAge = MaxRetryAge
 	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 10 * time.Minute
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -114,77 +136,137 @@ func NewWorker(db *store.DB, cfg WorkerConfig) *Worker {
 }
 
 // Run delivers due recipients until ctx is done. It wakes when a commit
-// may have queued something and when the next retry is due; queued work
-// survives restarts because it lives in the database.
+// may have queued something, when a message in flight is done and frees
+// its slot, and when the next retry is due; queued work survives restarts
+// because it lives in the database. Local recipients are delivered by the
+// loop itself; each message for Relay goes in a goroutine of its own, at
+// most Concurrency at once. When ctx is done Run stops claiming, lets the
+// messages in flight finish for up to ShutdownGrace, cancels the rest
+// (their recipients are retried) and returns once each is recorded.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.db.ReleaseDeliveryClaims(ctx); err != nil {
 		return err
 	}
+	busy := map[string]bool{} // messages in flight
+	done := make(chan string, w.cfg.Concurrency)
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	var wg sync.WaitGroup
 	for {
 		w.pulse()
 		changed := w.db.OutboundChanged()
-		next, ok, err := w.db.NextDeliveryAt(ctx)
-		if err != nil {
-			w.cfg.Logger.Error("outbound: next delivery", "err", err)
-			ok, next = true, w.cfg.Now().Add(5*time.Second)
-		}
 		wait := time.Hour
-		if ok {
-			wait = next.Sub(w.cfg.Now())
-		}
-		if wait <= 0 {
-			if err := w.runOnce(ctx); err != nil && ctx.Err() == nil {
-				w.cfg.Logger.Error("outbound: deliver", "err", err)
-				wait = 5 * time.Second // back off on database trouble
-			} else {
-				continue
+		next, ok, err := w.db.NextDeliveryAt(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				w.cfg.Logger.Error("outbound: next delivery", "err", err)
 			}
+			wait = 5 * time.Second // back off on database trouble
+		case ok && !next.After(w.cfg.Now()):
+			started, err := w.dispatch(ctx, sendCtx, busy, done, &wg)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.cfg.Logger.Error("outbound: deliver", "err", err)
+				}
+				wait = 5 * time.Second
+				break
+			}
+			if started {
+				continue // there may be more
+			}
+			// Due but not taken: every slot is busy (a message done wakes
+			// us), or what is due is in flight still; look again on the
+			// next commit or shortly, rather than spin.
+			wait = time.Second
+			if len(busy) == w.cfg.Concurrency {
+				wait = time.Hour
+			}
+		case ok:
+			wait = next.Sub(w.cfg.Now())
 		}
 		timer := time.NewTimer(min(wait, HeartbeatEvery))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
+			w.shutdown(&wg, done, cancelSends)
 			if w.cfg.Relay != nil {
 				w.cfg.Relay.Close()
 			}
 			return nil
+		case id := <-done:
+			delete(busy, id)
 		case <-changed:
 		case <-timer.C:
 		}
 		timer.Stop()
+		// Collect every other message done before claiming again.
+		for drained := false; !drained; {
+			select {
+			case id := <-done:
+				delete(busy, id)
+			default:
+				drained = true
+			}
+		}
 	}
 }
 
-// runOnce delivers the due local recipients, then claims the due relay
-// ones and hands them to the relay.
-func (w *Worker) runOnce(ctx context.Context) error {
-	if _, err := w.db.DeliverLocalDue(ctx, 100); err != nil {
-		return fmt.Errorf("local delivery: %w", err)
-	}
-	claimed, err := w.db.ClaimDeliveries(ctx, 100, claimLease)
+// dispatch delivers the due local recipients, then claims the due relay
+// ones of as many messages as there are free slots and starts each
+// message's delivery (in sendCtx). It reports whether it did anything.
+func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, done chan<- string, wg *sync.WaitGroup) (bool, error) {
+	local, err := w.db.DeliverLocalDue(ctx, 100)
 	if err != nil {
-		return err
+		return false, fmt.Errorf("local delivery: %w", err)
 	}
-	relay := map[string][]store.DeliveryClaim{} // by message
-	var order []string
-	for _, c := range claimed {
-		if _, ok := relay[c.MessageID]; !ok {
-			order = append(order, c.MessageID)
-		}
-		relay[c.MessageID] = append(relay[c.MessageID], c)
+	free := w.cfg.Concurrency - len(busy)
+	if free <= 0 {
+		return local > 0, nil
 	}
-	for _, id := range order {
-		if err := ctx.Err(); err != nil {
-			// Stopping: what is left of the claim was never handed to the
-			// relay, and the next start releases it (ReleaseDeliveryClaims).
-			return err
+	inFlight := len(busy)
+	claimed, err := w.db.ClaimDeliveries(ctx, free, slices.Collect(maps.Keys(busy)), w.cfg.Lease)
+	if err != nil {
+		return local > 0, err
+	}
+	for len(claimed) > 0 { // grouped by message
+		n := 1
+		for n < len(claimed) && claimed[n].MessageID == claimed[0].MessageID {
+			n++
 		}
-		w.pulse()
-		if err := w.relay(ctx, relay[id]); err != nil {
-			return err
+		cs, id := claimed[:n], claimed[0].MessageID
+		claimed = claimed[n:]
+		busy[id] = true
+		wg.Go(func() {
+			defer func() { done <- id }()
+			w.pulse()
+			if err := w.relay(sendCtx, cs); err != nil {
+				// Unrecorded, the claim's lease makes it due again.
+				w.cfg.Logger.Error("outbound: deliver", "message", id, "err", err)
+			}
+		})
+	}
+	return local > 0 || len(busy) > inFlight, nil
+}
+
+// shutdown waits for the messages in flight, up to ShutdownGrace, then
+// cancels them and waits for their outcomes to be recorded; it takes
+// what they send on done meanwhile.
+func (w *Worker) shutdown(wg *sync.WaitGroup, done <-chan string, cancelSends context.CancelFunc) {
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	t := time.NewTimer(w.cfg.ShutdownGrace)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+		case <-all:
+			return
+		case <-t.C:
+			w.cfg.Logger.Warn("outbound: cancelling deliveries still in flight at shutdown")
+			cancelSends()
 		}
 	}
-	return nil
 }
 
 // relay hands one message to the smarthost for its claimed recipients.
@@ -257,7 +339,10 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 func (w *Worker) retry(c store.DeliveryClaim, now time.Time, code int, text string) store.DeliveryResult {
 	s := w.cfg.RetrySchedule
 	delay := s[min(c.Attempts-1, len(s)-1)]
-	delay += time.Duration((w.cfg.Jitter()*0.2 - 0.1) * float64(delay))
+	w.jitterMu.Lock()
+	j := w.cfg.Jitter()
+	w.jitterMu.Unlock()
+	delay += time.Duration((j*0.2 - 0.1) * float64(delay))
 	next := now.Add(delay)
 	if next.Sub(c.FirstAttemptAt) > w.cfg.MaxRetryAge {
 		return store.DeliveryResult{ID: c.ID, Status: store.StatusFailed, Code: code, Message: text}

@@ -242,7 +242,7 @@ func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error
 // text on a second connection.
 func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, error) {
 	addr := net.JoinHostPort(host, d.cfg.Port)
-	conn, err := d.dialer.DialContext(ctx, "tcp", addr)
+	conn, err := d.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, erro
 	tc := &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
 	c, err := gosmtp.NewClientStartTLS(conn, tc)
 	if err != nil {
-		if conn, err = d.dialer.DialContext(ctx, "tcp", addr); err != nil {
+		if conn, err = d.dial(ctx, addr); err != nil {
 			return nil, err
 		}
 		c = gosmtp.NewClient(conn)
@@ -264,4 +264,26 @@ func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, erro
 		return nil, fmt.Errorf("%s: EHLO: %w", host, err)
 	}
 	return c, nil
+}
+
+// dial connects to addr for as long as ctx lasts: when it ends, the
+// connection is closed, and whatever waits on it fails at once (a
+// shutdown does not wait out a slow exchanger's timeouts).
+func (d *Direct) dial(ctx context.Context, addr string) (net.Conn, error) {
+	conn, err := d.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &ctxConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, nil
+}
+
+// ctxConn is a connection that its context closes.
+type ctxConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *ctxConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }

@@ -107,7 +107,7 @@ func withoutPassword(raw string) string {
 func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byte) ([]store.RelayReply, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	results, text, err := r.send(from, rcpts, raw)
+	results, text, err := r.send(ctx, from, rcpts, raw)
 	if err != nil {
 		// A broken connection is not reused; everything not yet answered
 		// is temporary.
@@ -131,7 +131,7 @@ func retryUnanswered(results []store.RelayReply, msg string) {
 	}
 }
 
-func (r *Relay) send(from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
+func (r *Relay) send(ctx context.Context, from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
 	c, err := r.conn()
 	if err != nil {
@@ -144,6 +144,10 @@ func (r *Relay) send(from string, rcpts []string, raw []byte) ([]store.RelayRepl
 			return results, "", err
 		}
 	}
+	// When ctx ends (a shutdown's last resort), the transaction ends at
+	// once rather than when the relay's timeouts run out.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
 	return transact(c, from, rcpts, raw)
 }
 

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -24,14 +26,19 @@ type DeliveryClaim struct {
 }
 
 // The statements of the delivery queue. Those the writer runs are
-// prepared at Open (writeStmts); sqlRelayDue and sqlDueLocalRaw run on the
+// prepared at Open (writeStmts); sqlDueRelay and sqlDueLocalRaw run on the
 // read pool.
 const (
+	// sqlDueRelay lists due relay deliveries in the order they fell due,
+	// but for those of the messages in flight (a JSON list).
+	sqlDueRelay = `SELECT message_id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
+			AND message_id NOT IN (SELECT value FROM json_each(?2)) ORDER BY next_attempt_at, id LIMIT ?3`
+	// sqlClaimRelay claims the due relay deliveries of some messages (a
+	// JSON list): the attempt is counted first.
 	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
-			WHERE id IN (SELECT id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay' ORDER BY next_attempt_at, id LIMIT ?3)
+			WHERE message_id IN (SELECT value FROM json_each(?3)) AND next_attempt_at <= ?1 AND route = 'relay'
 			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
-	sqlRelayDue  = `SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE next_attempt_at <= ? AND route = 'relay' LIMIT 1)`
 	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 				WHERE m.id = ?`
 	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
@@ -53,29 +60,53 @@ const (
 		WHERE id IN (SELECT value FROM json_each(?))`
 )
 
-// ClaimDeliveries marks up to limit due relay deliveries as sending and
-// returns them (local ones are delivered in one transaction by
-// DeliverLocalDue and need no claim). The attempt is recorded before anything is sent, and the claim is a
-// lease: a worker that dies mid-send leaves the delivery due again after
-// lease, never retried in a storm.
-func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryClaim, error) {
+// ClaimDeliveries marks as sending the due relay deliveries of up to
+// messages messages, those that fell due first, and returns them grouped
+// by message, each message's recipients in the order they were queued
+// (local ones are delivered in one transaction by DeliverLocalDue and
+// need no claim). Messages in busy, whose attempts are still in flight,
+// are left alone even when their lease has run out. The attempt is
+// recorded before anything is sent, and the claim is a lease: a worker
+// that dies mid-send leaves the delivery due again after lease, never
+// retried in a storm.
+func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, lease time.Duration) ([]DeliveryClaim, error) {
+	if messages <= 0 {
+		return nil, nil
+	}
+	busyJSON, err := json.Marshal(append([]string{}, busy...))
+	if err != nil {
+		return nil, err
+	}
 	// Most rounds of the worker find no relay delivery due: the read pool
-	// says so without taking the writer.
-	st, err := db.readStmt(ctx, sqlRelayDue)
+	// says so without taking the writer. A message has at most
+	// --max-recipients deliveries, so a few hundred rows name enough
+	// messages.
+	st, err := db.readStmt(ctx, sqlDueRelay)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	var due int
-	if err := st.QueryRowContext(ctx, ms(db.now())).Scan(&due); err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
+	rows, err := st.QueryContext(ctx, ms(db.now()), busyJSON, 100*messages)
+	due, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
+	if err != nil || len(due) == 0 {
+		return nil, err
 	}
-	if due == 0 {
-		return nil, nil
+	var ids []string
+	order := map[string]int{} // the messages to claim, in the order they fell due
+	for _, id := range due {
+		if _, ok := order[id]; !ok && len(ids) < messages {
+			order[id] = len(ids)
+			ids = append(ids, id)
+		}
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
 	}
 	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
 		now := db.now()
-		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), limit)
+		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), idsJSON)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
@@ -93,6 +124,9 @@ func (db *DB) ClaimDeliveries(ctx context.Context, limit int, lease time.Duratio
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		slices.SortFunc(out, func(a, b DeliveryClaim) int {
+			return cmp.Or(cmp.Compare(order[a.MessageID], order[b.MessageID]), cmp.Compare(a.ID, b.ID))
+		})
 		for i := range out {
 			if err := tx.StmtContext(ctx, db.ws.claimInfo).QueryRowContext(ctx, out[i].MessageID).
 				Scan(&out[i].InboxID, &out[i].From, &out[i].RFCMessageID); err != nil {

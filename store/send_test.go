@@ -328,7 +328,7 @@ func TestDeliveryIDsAreNotReused(t *testing.T) {
 
 	// Relay: the claim outlives its delivery.
 	sendUnconfirmed(t, db, doomed.ID, "old@localhost")
-	claimed, err := db.ClaimDeliveries(ctx, 10, time.Hour)
+	claimed, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claimed %v (%v), want one", claimed, err)
 	}
@@ -348,7 +348,7 @@ func TestDeliveryIDsAreNotReused(t *testing.T) {
 	if d := ds[res.MessageID]; len(d) != 1 || d[0].Status != StatusQueued {
 		t.Errorf("the next send's deliveries: %+v, want one queued", d)
 	}
-	if again, err := db.ClaimDeliveries(ctx, 10, time.Hour); err != nil || len(again) != 1 || again[0].MessageID != res.MessageID {
+	if again, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour); err != nil || len(again) != 1 || again[0].MessageID != res.MessageID {
 		t.Errorf("claimable after: %+v (%v), want the next send's", again, err)
 	}
 
@@ -469,5 +469,56 @@ func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
 			t.Errorf("batchExtend %v: batches of %v, want %v", c.extend, sizes, c.want)
 		}
 		mu.Unlock()
+	}
+}
+
+// A claim takes whole messages, those due first, with every due recipient
+// of each in the order queued, and leaves alone the messages whose
+// attempts are in flight, even once their lease has run out: the worker
+// delivers several messages at once and must never hand one out twice.
+func TestClaimDeliveriesByMessage(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	send := func(rcpts ...string) string {
+		t.Helper()
+		req := SendRequest{Out: Outgoing{InboxID: b.Inbox.ID, Raw: []byte("From: inbox@localhost\r\nSubject: s\r\n\r\nb\r\n")}}
+		for _, r := range rcpts {
+			req.Out.Recipients = append(req.Out.Recipients, Recipient{Email: r, Type: "to", Route: "relay"})
+		}
+		res, err := db.Send(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.MessageID
+	}
+	m1 := send("a@x.example", "b@y.example", "c@x.example")
+	m2 := send("d@x.example")
+	m3 := send("e@x.example")
+	got := func(cs []DeliveryClaim) (s []string) {
+		for _, c := range cs {
+			s = append(s, c.MessageID+" "+c.Email)
+		}
+		return s
+	}
+
+	// A lease already over: what is claimed is due again at once.
+	cs, err := db.ClaimDeliveries(ctx, 2, nil, -time.Second)
+	want := []string{m1 + " a@x.example", m1 + " b@y.example", m1 + " c@x.example", m2 + " d@x.example"}
+	if err != nil || !slices.Equal(got(cs), want) {
+		t.Fatalf("two messages: %v (%v), want %v", got(cs), err, want)
+	}
+	if cs[0].From != "inbox@localhost" || cs[0].Attempts != 1 {
+		t.Errorf("claim %+v", cs[0])
+	}
+	cs, err = db.ClaimDeliveries(ctx, 10, []string{m1, m2}, time.Hour)
+	if want := []string{m3 + " e@x.example"}; err != nil || !slices.Equal(got(cs), want) {
+		t.Fatalf("with two in flight: %v (%v), want %v", got(cs), err, want)
+	}
+	cs, err = db.ClaimDeliveries(ctx, 10, []string{m2}, time.Hour)
+	if err != nil || len(cs) != 3 || cs[0].MessageID != m1 || cs[0].Attempts != 2 {
+		t.Fatalf("m1 again, its lease over: %v (%v)", got(cs), err)
+	}
+	if cs, err := db.ClaimDeliveries(ctx, 0, nil, time.Hour); err != nil || len(cs) != 0 {
+		t.Errorf("no room: %v (%v)", got(cs), err)
 	}
 }
