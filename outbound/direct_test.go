@@ -7,8 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,19 +157,32 @@ func TestDirectSlowExchangerHoldsOnlyItsMessage(t *testing.T) {
 	e.waitState(t, e.boot.Inbox.ID, stuck.MessageID, store.StatusSent)
 }
 
-// A stop does not wait out a slow exchanger: after the grace period the
-// transaction is cut, and its recipient deferred to be tried again.
+// A stop does not wait out a slow exchanger: after the grace period a
+// transaction not past its final dot is cut (here, at an exchanger that
+// never greets), and its recipient deferred to be tried again.
 func TestDirectStopCutsSlowDelivery(t *testing.T) {
-	slow := startRelay(t)
-	slow.open = true
-	_, port, _ := net.SplitHostPort(slow.addr)
-	held, release := slow.hold()
-	defer release()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	accepted := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() { io.Copy(io.Discard, c); c.Close() }() // silent until the client hangs up
+		}
+	}()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
 	e := newEnvConfig(t, app.OutboundDirect, WorkerConfig{Concurrency: 2, ShutdownGrace: 10 * time.Millisecond,
 		RetrySchedule: []time.Duration{time.Hour}, Relay: directTo(t, port, map[string]string{"slow.test": "127.0.0.1"})})
 
 	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
-	waitHeld(t, held)
+	waitHeld(t, accepted)
 	stopped := make(chan struct{})
 	go func() { e.stop(); close(stopped) }()
 	select {
@@ -197,5 +213,50 @@ func TestDirectMessageInFlightIsNotClaimedAgain(t *testing.T) {
 	e.waitState(t, e.boot.Inbox.ID, stuck.MessageID, store.StatusSent)
 	if n := slow.dataCount(); n != 1 {
 		t.Errorf("the slow exchanger was handed the message %d times", n)
+	}
+}
+
+// signalHandler is a slog handler that closes warned at the first
+// warning.
+type signalHandler struct {
+	slog.Handler
+	warned func()
+}
+
+func (h signalHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.warned()
+	}
+	return nil
+}
+
+// Past the final dot of DATA the exchanger may have the message: a stop
+// then waits for its answer rather than cut it and send the message again
+// later.
+func TestDirectStopDoesNotCutAfterTheDot(t *testing.T) {
+	slow := startRelay(t)
+	slow.open = true
+	_, port, _ := net.SplitHostPort(slow.addr)
+	held, release := slow.hold()
+	defer release()
+	warned := make(chan struct{})
+	logger := slog.New(signalHandler{slog.NewTextHandler(io.Discard, nil), sync.OnceFunc(func() { close(warned) })})
+	e := newEnvConfig(t, app.OutboundDirect, WorkerConfig{Concurrency: 2, ShutdownGrace: 10 * time.Millisecond, Logger: logger,
+		RetrySchedule: []time.Duration{time.Hour}, Relay: directTo(t, port, map[string]string{"slow.test": "127.0.0.1"})})
+
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
+	waitHeld(t, held) // the exchanger has read the dot
+	stopped := make(chan struct{})
+	go func() { e.stop(); close(stopped) }()
+	select {
+	case <-warned: // the grace is over and the delivery cancelled
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker never gave up waiting")
+	}
+	release()
+	<-stopped
+	dels, _ := e.db.DeliveriesOf(context.Background(), []string{res.MessageID})
+	if d := dels[res.MessageID][0]; d.Status != store.StatusSent {
+		t.Errorf("the delivery is %s, want sent: the exchanger had it", d.Status)
 	}
 }

@@ -241,7 +241,9 @@ func newEnvConfig(t *testing.T, mode string, cfg WorkerConfig) *env {
 	if cfg.RetrySchedule == nil {
 		cfg.RetrySchedule = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	w := NewWorker(db, cfg)
 	runCtx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})

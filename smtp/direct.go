@@ -177,14 +177,17 @@ func (d *Direct) deliver(ctx context.Context, domain, from string, rcpts []strin
 	case err != nil:
 		return every(0, err.Error())
 	}
+	// A stop does not wait out a slow exchanger's timeouts (cutter).
+	cut := &cutter{}
+	defer context.AfterFunc(ctx, cut.fire)()
 	var last error
 	for _, h := range hosts {
-		c, err := d.connect(ctx, h)
+		c, err := d.connect(ctx, cut, h)
 		if err != nil {
 			last = err
 			continue // the next exchanger
 		}
-		results, _, err := transact(c, from, rcpts, raw)
+		results, _, err := transact(c, from, rcpts, raw, cut.seal)
 		if err != nil {
 			// The connection broke mid-transaction: what was not answered
 			// for good is retried later (not at the next MX: the data may
@@ -193,7 +196,9 @@ func (d *Direct) deliver(ctx context.Context, domain, from string, rcpts []strin
 			retryUnanswered(results, fmt.Sprintf("%s: %v", h, err))
 			return results
 		}
-		c.Quit()
+		if err := c.Quit(); err != nil {
+			c.Close() // Quit closes only on 221
+		}
 		return results
 	}
 	return every(0, fmt.Sprintf("no mail exchanger of %s answered: %v", domain, last))
@@ -240,9 +245,9 @@ func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error
 // MTA-STS or DANE: the certificate is not verified, and a server that
 // offers no STARTTLS, or whose handshake fails, is spoken to in plain
 // text on a second connection.
-func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, error) {
+func (d *Direct) connect(ctx context.Context, cut *cutter, host string) (*gosmtp.Client, error) {
 	addr := net.JoinHostPort(host, d.cfg.Port)
-	conn, err := d.dial(ctx, addr)
+	conn, err := d.dial(ctx, cut, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +255,7 @@ func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, erro
 	tc := &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
 	c, err := gosmtp.NewClientStartTLS(conn, tc)
 	if err != nil {
-		if conn, err = d.dial(ctx, addr); err != nil {
+		if conn, err = d.dial(ctx, cut, addr); err != nil {
 			return nil, err
 		}
 		c = gosmtp.NewClient(conn)
@@ -266,24 +271,12 @@ func (d *Direct) connect(ctx context.Context, host string) (*gosmtp.Client, erro
 	return c, nil
 }
 
-// dial connects to addr for as long as ctx lasts: when it ends, the
-// connection is closed, and whatever waits on it fails at once (a
-// shutdown does not wait out a slow exchanger's timeouts).
-func (d *Direct) dial(ctx context.Context, addr string) (net.Conn, error) {
+// dial connects to addr, to be cut by cut.
+func (d *Direct) dial(ctx context.Context, cut *cutter, addr string) (net.Conn, error) {
 	conn, err := d.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &ctxConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, nil
-}
-
-// ctxConn is a connection that its context closes.
-type ctxConn struct {
-	net.Conn
-	stop func() bool
-}
-
-func (c *ctxConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
+	cut.use(conn)
+	return conn, nil
 }

@@ -37,6 +37,7 @@ type Relay struct {
 	tls    *tls.Config
 	mu     sync.Mutex
 	client *gosmtp.Client
+	conn   net.Conn // client's connection
 }
 
 // NewRelay validates the configuration.
@@ -107,7 +108,9 @@ func withoutPassword(raw string) string {
 func (r *Relay) Send(ctx context.Context, from string, rcpts []string, raw []byte) ([]store.RelayReply, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	results, text, err := r.send(ctx, from, rcpts, raw)
+	cut := &cutter{}
+	defer context.AfterFunc(ctx, cut.fire)()
+	results, text, err := r.send(ctx, cut, from, rcpts, raw)
 	if err != nil {
 		// A broken connection is not reused; everything not yet answered
 		// is temporary.
@@ -131,31 +134,69 @@ func retryUnanswered(results []store.RelayReply, msg string) {
 	}
 }
 
-func (r *Relay) send(ctx context.Context, from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
+func (r *Relay) send(ctx context.Context, cut *cutter, from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
-	c, err := r.conn()
+	c, err := r.connect(ctx, cut)
 	if err != nil {
 		return results, "", err
 	}
 	if err := c.Reset(); err != nil { // a reused connection may have timed out
 		c.Close()
 		r.client = nil
-		if c, err = r.conn(); err != nil {
+		if c, err = r.connect(ctx, cut); err != nil {
 			return results, "", err
 		}
 	}
-	// When ctx ends (a shutdown's last resort), the transaction ends at
-	// once rather than when the relay's timeouts run out.
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	return transact(c, from, rcpts, raw)
+	return transact(c, from, rcpts, raw, cut.seal)
+}
+
+// cutter closes a connection when its context ends, so that a stop does
+// not wait out a server's timeouts, until it is sealed. Once the final
+// dot of DATA is sent the server may have the message, and cutting then
+// would have it delivered twice: the wait for its reply is left to the
+// timeouts.
+type cutter struct {
+	mu          sync.Mutex
+	conn        net.Conn
+	fired, done bool // done: sealed
+}
+
+// use makes conn the connection to cut (at once when the context has
+// ended already).
+func (c *cutter) use(conn net.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn = conn
+	if c.fired && !c.done {
+		conn.Close()
+	}
+}
+
+// fire is what the context's end calls.
+func (c *cutter) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fired = true
+	if c.conn != nil && !c.done {
+		c.conn.Close()
+	}
+}
+
+// seal leaves the connection alone from now on.
+func (c *cutter) seal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
 }
 
 // transact runs one mail transaction on c: MAIL, a RCPT per recipient,
 // DATA. It answers each recipient with the server's reply (250 and the
 // DATA reply's text once accepted), and that final text; err is a broken
 // connection, with results holding what was answered before it.
-func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte) ([]store.RelayReply, string, error) {
+//
+// seal is called just before the final dot, past which the transaction
+// must not be cut (cutter).
+func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal func()) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
 	if err := c.Mail(from, nil); err != nil {
 		return fail(results, err)
@@ -183,6 +224,7 @@ func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte) ([]stor
 	if _, err := w.Write(raw); err != nil {
 		return results, "", err
 	}
+	seal()
 	resp, err := w.CloseWithResponse()
 	if err != nil {
 		return failAccepted(results, err)
@@ -228,26 +270,29 @@ func smtpText(se *gosmtp.SMTPError) string {
 	return se.Message
 }
 
-// conn returns the open connection or dials, secures and authenticates a
-// new one.
-func (r *Relay) conn() (*gosmtp.Client, error) {
+// connect returns the open connection or dials, secures and authenticates
+// a new one, either cut by cut.
+func (r *Relay) connect(ctx context.Context, cut *cutter) (*gosmtp.Client, error) {
 	if r.client != nil {
+		cut.use(r.conn)
 		return r.client, nil
 	}
 	d := &net.Dialer{Timeout: r.cfg.Timeout}
 	var c *gosmtp.Client
+	var conn net.Conn
+	var err error
 	switch {
 	case r.u.Scheme == "smtps":
-		conn, err := tls.DialWithDialer(d, "tcp", r.u.Host, r.tls)
-		if err != nil {
+		if conn, err = (&tls.Dialer{NetDialer: d, Config: r.tls}).DialContext(ctx, "tcp", r.u.Host); err != nil {
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
+		cut.use(conn)
 		c = gosmtp.NewClient(conn)
 	default:
-		conn, err := d.Dial("tcp", r.u.Host)
-		if err != nil {
+		if conn, err = d.DialContext(ctx, "tcp", r.u.Host); err != nil {
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
+		cut.use(conn)
 		if !r.cfg.Insecure {
 			// STARTTLS is required and the certificate verified.
 			if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
@@ -281,7 +326,7 @@ func (r *Relay) conn() (*gosmtp.Client, error) {
 			return nil, fmt.Errorf("relay AUTH: %w", err)
 		}
 	}
-	r.client = c
+	r.client, r.conn = c, conn
 	return c, nil
 }
 
@@ -293,6 +338,9 @@ func (r *Relay) Close() error {
 		return nil
 	}
 	err := r.client.Quit()
-	r.client = nil
+	if err != nil {
+		r.client.Close() // Quit closes only on its 221
+	}
+	r.client, r.conn = nil, nil
 	return err
 }
