@@ -35,9 +35,10 @@ const MaxRetryAge = 72 * time.Hour
 // Send submits raw from `from` to rcpts and returns exactly one reply per
 // recipient, in rcpts' order: 2xx is accepted, 4xx or Code 0 (no answer:
 // the relay was unreachable or the connection broke) is retried, anything
-// else bounces. Once ctx is done Send gives up what it waits for, and what
-// was not answered is a Code 0. Send never fails as a whole; every failure is some
-// recipient's reply. When the relay accepted the data, dataText is its
+// else bounces. Once ctx is done Send gives up what it waits for, unless
+// the data is all sent (the server may have the message), and what was
+// not answered is a Code 0. Send never fails as a whole; every failure is
+// some recipient's reply. When the relay accepted the data, dataText is its
 // final 250 text (where SES-style relays put the Message-ID they
 // assigned), otherwise "".
 //
@@ -224,11 +225,11 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, do
 	if free <= 0 {
 		return local > 0, nil
 	}
-	inFlight := len(busy)
 	claimed, err := w.db.ClaimDeliveries(ctx, free, slices.Collect(maps.Keys(busy)), w.cfg.Lease)
 	if err != nil {
 		return local > 0, err
 	}
+	started := 0
 	for len(claimed) > 0 { // grouped by message
 		n := 1
 		for n < len(claimed) && claimed[n].MessageID == claimed[0].MessageID {
@@ -237,6 +238,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, do
 		cs, id := claimed[:n], claimed[0].MessageID
 		claimed = claimed[n:]
 		busy[id] = true
+		started++
 		wg.Go(func() {
 			defer func() { done <- id }()
 			w.pulse()
@@ -246,7 +248,7 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, do
 			}
 		})
 	}
-	return local > 0 || len(busy) > inFlight, nil
+	return local > 0 || started > 0, nil
 }
 
 // shutdown waits for the messages in flight, up to ShutdownGrace, then

@@ -156,9 +156,9 @@ func (r *Relay) send(ctx context.Context, cut *cutter, from string, rcpts []stri
 // would have it delivered twice: the wait for its reply is left to the
 // timeouts.
 type cutter struct {
-	mu          sync.Mutex
-	conn        net.Conn
-	fired, done bool // done: sealed
+	mu            sync.Mutex
+	conn          net.Conn
+	fired, sealed bool
 }
 
 // use makes conn the connection to cut (at once when the context has
@@ -167,7 +167,7 @@ func (c *cutter) use(conn net.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.conn = conn
-	if c.fired && !c.done {
+	if c.fired && !c.sealed {
 		conn.Close()
 	}
 }
@@ -177,7 +177,7 @@ func (c *cutter) fire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fired = true
-	if c.conn != nil && !c.done {
+	if c.conn != nil && !c.sealed {
 		c.conn.Close()
 	}
 }
@@ -186,7 +186,7 @@ func (c *cutter) fire() {
 func (c *cutter) seal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.done = true
+	c.sealed = true
 }
 
 // transact runs one mail transaction on c: MAIL, a RCPT per recipient,

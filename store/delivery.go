@@ -73,7 +73,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, 
 	if messages <= 0 {
 		return nil, nil
 	}
-	busyJSON, err := json.Marshal(append([]string{}, busy...))
+	busyJSON, err := json.Marshal(append([]string{}, busy...)) // [], not null: NOT IN (null) keeps nothing
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,6 @@ func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, 
 	}
 	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
 		now := db.now()
 		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), idsJSON)
 		if err != nil {
