@@ -135,9 +135,9 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		}
 		workerCfg.Relay = smtp.NewDirect(dc)
 		// Each message has connections of its own: a domain whose
-		// exchanger is slow holds one of these, not the queue. The relay
+		// exchanger is slow holds some of these, not the queue. The relay
 		// keeps one connection, and one message at a time.
-		workerCfg.Concurrency = directConcurrency
+		workerCfg.Concurrency, workerCfg.PerDomain = directConcurrency, directPerDomain
 	}
 	if c.RelayMessageIDPattern != "" {
 		re, err := regexp.Compile(c.RelayMessageIDPattern)
@@ -444,6 +444,10 @@ func (s *server) Run(ctx context.Context) error {
 // directConcurrency is how many messages --outbound direct hands to
 // mail exchangers at once.
 const directConcurrency = 8
+
+// directPerDomain is how many of those may be for one recipient domain:
+// a slow domain's queue leaves the other half to the rest of the mail.
+const directPerDomain = 4
 
 // directConfig is --outbound direct's transport: its port, its resolver
 // and its DKIM keys, each file read and checked now.

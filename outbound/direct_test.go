@@ -157,6 +157,29 @@ func TestDirectSlowExchangerHoldsOnlyItsMessage(t *testing.T) {
 	e.waitState(t, e.boot.Inbox.ID, stuck.MessageID, store.StatusSent)
 }
 
+// One slow domain's queue does not take every slot: with one message per
+// domain in flight, its second message waits and mail for another domain
+// goes ahead of it.
+func TestDirectSlowDomainTakesItsShareOfSlots(t *testing.T) {
+	e, slow, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1})
+	defer release()
+
+	first := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow 1"), Text: "hello"})
+	waitHeld(t, held)
+	second := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "dave@slow.test"}}, Subject: subject("slow 2"), Text: "hello"})
+	quick := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "carol@fast.test"}}, Subject: subject("fast"), Text: "hello"})
+	e.waitState(t, e.boot.Inbox.ID, quick.MessageID, store.StatusSent)
+	if m, _ := e.db.GetMessage(context.Background(), e.boot.Inbox.ID, second.MessageID); m.State != store.StatusQueued {
+		t.Errorf("the slow domain's second message is %s, want queued behind its first", m.State)
+	}
+	release()
+	e.waitState(t, e.boot.Inbox.ID, first.MessageID, store.StatusSent)
+	e.waitState(t, e.boot.Inbox.ID, second.MessageID, store.StatusSent)
+	if n := slow.dataCount(); n != 2 {
+		t.Errorf("the slow exchanger got %d messages, want 2", n)
+	}
+}
+
 // A stop does not wait out a slow exchanger: after the grace period a
 // transaction not past its final dot is cut (here, at an exchanger that
 // never greets), and its recipient deferred to be tried again.

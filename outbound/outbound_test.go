@@ -512,7 +512,7 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		mu.Unlock()
 		// One round of Run's, waited for.
 		var wg sync.WaitGroup
-		if _, err := w.dispatch(ctx, ctx, map[string]bool{}, make(chan string, 1), &wg); err != nil {
+		if _, err := w.dispatch(ctx, ctx, map[string][]string{}, make(chan string, 1), &wg); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()

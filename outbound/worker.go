@@ -55,6 +55,10 @@ type WorkerConfig struct {
 	// Concurrency is how many messages are handed to Relay at once
 	// (default 1), so that a slow mail exchanger holds only its own.
 	Concurrency int
+	// PerDomain, when positive, is how many of those may be for one
+	// recipient domain, so that one slow domain's queue does not take
+	// every slot (a message counts for each domain it is sent to).
+	PerDomain int
 	// ShutdownGrace is how long Run, once its context is done, lets the
 	// messages in flight finish before cancelling them (default 10 s).
 	ShutdownGrace time.Duration
@@ -148,7 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.db.ReleaseDeliveryClaims(ctx); err != nil {
 		return err
 	}
-	busy := map[string]bool{} // messages in flight
+	busy := map[string][]string{} // messages in flight, and their recipients' domains
 	done := make(chan string, w.cfg.Concurrency)
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
@@ -177,8 +181,10 @@ func (w *Worker) Run(ctx context.Context) error {
 				continue // there may be more
 			}
 			// Due but not taken: every slot is busy (a message done wakes
-			// us), or what is due is in flight still; look again on the
-			// next commit or shortly, rather than spin.
+			// us), or what is due is in flight still or waits for its
+			// domain's messages in flight; look again on the next commit or
+			// shortly (a retry of another domain may fall due meanwhile),
+			// rather than spin.
 			wait = time.Second
 			if len(busy) == w.cfg.Concurrency {
 				wait = time.Hour
@@ -214,9 +220,10 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // dispatch delivers the due local recipients, then claims the due relay
-// ones of as many messages as there are free slots and starts each
-// message's delivery (in sendCtx). It reports whether it did anything.
-func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, done chan<- string, wg *sync.WaitGroup) (bool, error) {
+// ones of as many messages as there are free slots (and their domains
+// allow) and starts each message's delivery (in sendCtx). It reports
+// whether it did anything.
+func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string][]string, done chan<- string, wg *sync.WaitGroup) (bool, error) {
 	local, err := w.db.DeliverLocalDue(ctx, 100)
 	if err != nil {
 		return false, fmt.Errorf("local delivery: %w", err)
@@ -225,7 +232,14 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, do
 	if free <= 0 {
 		return local > 0, nil
 	}
-	claimed, err := w.db.ClaimDeliveries(ctx, free, slices.Collect(maps.Keys(busy)), w.cfg.Lease)
+	inFlight := map[string]int{}
+	for _, domains := range busy {
+		for _, d := range domains {
+			inFlight[d]++
+		}
+	}
+	claimed, err := w.db.ClaimDeliveries(ctx, store.Claim{Messages: free, Busy: slices.Collect(maps.Keys(busy)),
+		PerDomain: w.cfg.PerDomain, InFlight: inFlight, Lease: w.cfg.Lease})
 	if err != nil {
 		return local > 0, err
 	}
@@ -237,7 +251,13 @@ func (w *Worker) dispatch(ctx, sendCtx context.Context, busy map[string]bool, do
 		}
 		cs, id := claimed[:n], claimed[0].MessageID
 		claimed = claimed[n:]
-		busy[id] = true
+		var domains []string
+		for _, c := range cs {
+			if !slices.Contains(domains, c.Domain) {
+				domains = append(domains, c.Domain)
+			}
+		}
+		busy[id] = domains
 		started++
 		wg.Go(func() {
 			defer func() { done <- id }()

@@ -218,7 +218,7 @@ func TestRefusedSendDefersNothing(t *testing.T) {
 	if err != nil || !d[0].Deferred {
 		t.Fatalf("before the relay answered: %+v %v", d, err)
 	}
-	claims, err := db.ClaimDeliveries(ctx, 10, nil, time.Minute)
+	claims, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, Lease: time.Minute})
 	if err != nil || len(claims) != 1 {
 		t.Fatalf("claim: %+v %v", claims, err)
 	}
@@ -246,7 +246,7 @@ func TestReleaseClaims(t *testing.T) {
 	ctx := context.Background()
 	b, _, _ := db.Bootstrap(ctx)
 	sendUnconfirmed(t, db, b.Inbox.ID, "claimed@localhost")
-	claimed, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour)
+	claimed, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, Lease: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
@@ -286,7 +286,7 @@ func TestReleaseClaims(t *testing.T) {
 	if evs, _ := db.Events(ctx, EventFilter{ProjectID: b.ProjectID, Types: []string{"message.deferred"}}, 10); len(evs) != 1 {
 		t.Errorf("%d message.deferred events after a second release, want 1", len(evs))
 	}
-	again, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour)
+	again, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, Lease: time.Hour})
 	if err != nil || len(again) != 1 || again[0].Attempts != 2 {
 		t.Fatalf("reclaim: %+v %v", again, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -23,22 +24,32 @@ type DeliveryClaim struct {
 	FirstAttemptAt     time.Time
 	From               string // the inbox address: the envelope sender
 	RFCMessageID       string // without brackets
+	Domain             string // the recipient's domain as claims count it: lowercase, without a final dot
 }
 
 // The statements of the delivery queue. Those the writer runs are
 // prepared at Open (writeStmts); sqlDueRelay and sqlDueLocalRaw run on the
 // read pool.
 const (
-	// sqlDueRelay lists due relay deliveries in the order they fell due,
-	// but for those of the messages in flight (a JSON list).
-	sqlDueRelay = `SELECT message_id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
-			AND message_id NOT IN (SELECT value FROM json_each(?2)) ORDER BY next_attempt_at, id LIMIT ?3`
+	// sqlDueRelay lists due relay deliveries and their domains in the
+	// order they fell due, but for those of the messages in flight (a
+	// JSON list) and of the messages with a due recipient in a domain
+	// that has all it may have in flight (a JSON list).
+	sqlDueRelay = `SELECT message_id, ` + sqlDomain + ` FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
+			AND message_id NOT IN (SELECT value FROM json_each(?2))
+			AND message_id NOT IN (SELECT message_id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
+				AND ` + sqlDomain + ` IN (SELECT value FROM json_each(?4)))
+			ORDER BY next_attempt_at, id LIMIT ?3`
+	// sqlDomain is a delivery's domain: what follows the address's last
+	// @ (the rtrim keeps the address up to it), lowercase, without a
+	// final dot, as smtp.Direct groups recipients.
+	sqlDomain = `rtrim(lower(substr(email, length(rtrim(email, replace(email, '@', ''))) + 1)), '.')`
 	// sqlClaimRelay claims the due relay deliveries of some messages (a
 	// JSON list): the attempt is counted first.
 	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
 			WHERE message_id IN (SELECT value FROM json_each(?3)) AND next_attempt_at <= ?1 AND route = 'relay'
-			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at, ` + sqlDomain
 	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 				WHERE m.id = ?`
 	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
@@ -60,20 +71,44 @@ const (
 		WHERE id IN (SELECT value FROM json_each(?))`
 )
 
-// ClaimDeliveries marks as sending the due relay deliveries of up to
-// messages messages, those that fell due first, and returns them grouped
+// A Claim says which due relay deliveries ClaimDeliveries may take.
+type Claim struct {
+	Messages int // at most this many messages
+	// Busy are the messages whose attempts are still in flight: they are
+	// left alone even once their lease has run out.
+	Busy []string
+	// PerDomain, when positive, is how many messages for one recipient
+	// domain may be in flight at once: a message is claimed only while
+	// each of its due recipients' domains has fewer, counting those in
+	// InFlight (messages in flight by domain) and those the claim takes.
+	PerDomain int
+	InFlight  map[string]int
+	// Lease is how long the claim holds the deliveries: a worker that
+	// dies mid-send leaves them due again after it.
+	Lease time.Duration
+}
+
+// ClaimDeliveries marks as sending the due relay deliveries of the
+// messages c allows, those that fell due first, and returns them grouped
 // by message, each message's recipients in the order they were queued
 // (local ones are delivered in one transaction by DeliverLocalDue and
-// need no claim). Messages in busy, whose attempts are still in flight,
-// are left alone even when their lease has run out. The attempt is
-// recorded before anything is sent, and the claim is a lease: a worker
-// that dies mid-send leaves the delivery due again after lease, never
-// retried in a storm.
-func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, lease time.Duration) ([]DeliveryClaim, error) {
-	if messages <= 0 {
+// need no claim). The attempt is recorded before anything is sent, and
+// the claim is a lease, never retried in a storm.
+func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, error) {
+	if c.Messages <= 0 {
 		return nil, nil
 	}
-	busyJSON, err := json.Marshal(append([]string{}, busy...)) // [], not null: NOT IN (null) keeps nothing
+	full := []string{} // [], not null: NOT IN (null) keeps nothing
+	for d, n := range c.InFlight {
+		if c.PerDomain > 0 && n >= c.PerDomain {
+			full = append(full, d)
+		}
+	}
+	busyJSON, err := json.Marshal(append([]string{}, c.Busy...))
+	if err != nil {
+		return nil, err
+	}
+	fullJSON, err := json.Marshal(full)
 	if err != nil {
 		return nil, err
 	}
@@ -85,18 +120,40 @@ func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, 
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, ms(db.now()), busyJSON, 100*messages)
-	due, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (id string, err error) { return id, r.Scan(&id) })
-	if err != nil || len(due) == 0 {
+	rows, err := st.QueryContext(ctx, ms(db.now()), busyJSON, 100*c.Messages, fullJSON)
+	type due struct{ message, domain string }
+	dues, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (d due, err error) { return d, r.Scan(&d.message, &d.domain) })
+	if err != nil || len(dues) == 0 {
 		return nil, err
+	}
+	var candidates []string // in the order they fell due
+	domains := map[string][]string{}
+	for _, d := range dues {
+		if _, ok := domains[d.message]; !ok {
+			candidates = append(candidates, d.message)
+		}
+		if !slices.Contains(domains[d.message], d.domain) {
+			domains[d.message] = append(domains[d.message], d.domain)
+		}
+	}
+	taken := maps.Clone(c.InFlight)
+	if taken == nil {
+		taken = map[string]int{}
 	}
 	var ids []string
 	order := map[string]int{} // the messages to claim, in the order they fell due
-	for _, id := range due {
-		if _, ok := order[id]; !ok && len(ids) < messages {
-			order[id] = len(ids)
-			ids = append(ids, id)
+	for _, id := range candidates {
+		if len(ids) == c.Messages {
+			break
 		}
+		if c.PerDomain > 0 && slices.ContainsFunc(domains[id], func(d string) bool { return taken[d] >= c.PerDomain }) {
+			continue
+		}
+		for _, d := range domains[id] {
+			taken[d]++
+		}
+		order[id] = len(ids)
+		ids = append(ids, id)
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
@@ -105,19 +162,19 @@ func (db *DB) ClaimDeliveries(ctx context.Context, messages int, busy []string, 
 	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		now := db.now()
-		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(lease)), idsJSON)
+		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(c.Lease)), idsJSON)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
 		for rows.Next() {
-			var c DeliveryClaim
+			var d DeliveryClaim
 			var first int64
-			if err := rows.Scan(&c.ID, &c.MessageID, &c.Email, &c.Type, &c.Route, &c.Attempts, &first); err != nil {
+			if err := rows.Scan(&d.ID, &d.MessageID, &d.Email, &d.Type, &d.Route, &d.Attempts, &first, &d.Domain); err != nil {
 				rows.Close()
 				return fmt.Errorf("claim deliveries: %w", err)
 			}
-			c.FirstAttemptAt = fromMS(first)
-			out = append(out, c)
+			d.FirstAttemptAt = fromMS(first)
+			out = append(out, d)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -47,7 +47,7 @@ func sendTo(t *testing.T, db *DB, inboxID, rfcID, route string, emails ...string
 func markSent(t *testing.T, db *DB) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := db.ClaimDeliveries(ctx, 100, nil, time.Minute)
+	cs, err := db.ClaimDeliveries(ctx, Claim{Messages: 100, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

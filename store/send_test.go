@@ -328,7 +328,7 @@ func TestDeliveryIDsAreNotReused(t *testing.T) {
 
 	// Relay: the claim outlives its delivery.
 	sendUnconfirmed(t, db, doomed.ID, "old@localhost")
-	claimed, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour)
+	claimed, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, Lease: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claimed %v (%v), want one", claimed, err)
 	}
@@ -348,7 +348,7 @@ func TestDeliveryIDsAreNotReused(t *testing.T) {
 	if d := ds[res.MessageID]; len(d) != 1 || d[0].Status != StatusQueued {
 		t.Errorf("the next send's deliveries: %+v, want one queued", d)
 	}
-	if again, err := db.ClaimDeliveries(ctx, 10, nil, time.Hour); err != nil || len(again) != 1 || again[0].MessageID != res.MessageID {
+	if again, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, Lease: time.Hour}); err != nil || len(again) != 1 || again[0].MessageID != res.MessageID {
 		t.Errorf("claimable after: %+v (%v), want the next send's", again, err)
 	}
 
@@ -472,6 +472,21 @@ func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
 	}
 }
 
+// queueRelay queues a message from the inbox to rcpts by relay and
+// returns its id.
+func queueRelay(t *testing.T, db *DB, inboxID string, rcpts ...string) string {
+	t.Helper()
+	req := SendRequest{Out: Outgoing{InboxID: inboxID, Raw: []byte("From: inbox@localhost\r\nSubject: s\r\n\r\nb\r\n")}}
+	for _, r := range rcpts {
+		req.Out.Recipients = append(req.Out.Recipients, Recipient{Email: r, Type: "to", Route: "relay"})
+	}
+	res, err := db.Send(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.MessageID
+}
+
 // A claim takes whole messages, those due first, with every due recipient
 // of each in the order queued, and leaves alone the messages whose
 // attempts are in flight, even once their lease has run out: the worker
@@ -479,18 +494,7 @@ func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
 func TestClaimDeliveriesByMessage(t *testing.T) {
 	db, b := openTest(t)
 	ctx := context.Background()
-	send := func(rcpts ...string) string {
-		t.Helper()
-		req := SendRequest{Out: Outgoing{InboxID: b.Inbox.ID, Raw: []byte("From: inbox@localhost\r\nSubject: s\r\n\r\nb\r\n")}}
-		for _, r := range rcpts {
-			req.Out.Recipients = append(req.Out.Recipients, Recipient{Email: r, Type: "to", Route: "relay"})
-		}
-		res, err := db.Send(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.MessageID
-	}
+	send := func(rcpts ...string) string { return queueRelay(t, db, b.Inbox.ID, rcpts...) }
 	m1 := send("a@x.example", "b@y.example", "c@x.example")
 	m2 := send("d@x.example")
 	m3 := send("e@x.example")
@@ -502,7 +506,7 @@ func TestClaimDeliveriesByMessage(t *testing.T) {
 	}
 
 	// A lease already over: what is claimed is due again at once.
-	cs, err := db.ClaimDeliveries(ctx, 2, nil, -time.Second)
+	cs, err := db.ClaimDeliveries(ctx, Claim{Messages: 2, Lease: -time.Second})
 	want := []string{m1 + " a@x.example", m1 + " b@y.example", m1 + " c@x.example", m2 + " d@x.example"}
 	if err != nil || !slices.Equal(got(cs), want) {
 		t.Fatalf("two messages: %v (%v), want %v", got(cs), err, want)
@@ -510,15 +514,63 @@ func TestClaimDeliveriesByMessage(t *testing.T) {
 	if cs[0].From != "inbox@localhost" || cs[0].Attempts != 1 {
 		t.Errorf("claim %+v", cs[0])
 	}
-	cs, err = db.ClaimDeliveries(ctx, 10, []string{m1, m2}, time.Hour)
+	cs, err = db.ClaimDeliveries(ctx, Claim{Messages: 10, Busy: []string{m1, m2}, Lease: time.Hour})
 	if want := []string{m3 + " e@x.example"}; err != nil || !slices.Equal(got(cs), want) {
 		t.Fatalf("with two in flight: %v (%v), want %v", got(cs), err, want)
 	}
-	cs, err = db.ClaimDeliveries(ctx, 10, []string{m2}, time.Hour)
+	cs, err = db.ClaimDeliveries(ctx, Claim{Messages: 10, Busy: []string{m2}, Lease: time.Hour})
 	if err != nil || len(cs) != 3 || cs[0].MessageID != m1 || cs[0].Attempts != 2 {
 		t.Fatalf("m1 again, its lease over: %v (%v)", got(cs), err)
 	}
-	if cs, err := db.ClaimDeliveries(ctx, 0, nil, time.Hour); err != nil || len(cs) != 0 {
+	if cs, err := db.ClaimDeliveries(ctx, Claim{Lease: time.Hour}); err != nil || len(cs) != 0 {
 		t.Errorf("no room: %v (%v)", got(cs), err)
+	}
+}
+
+// With a limit per domain, a claim skips the messages with a recipient in
+// a domain that has all it may have in flight, counting what it takes
+// itself, and takes the messages behind them; a domain is what follows
+// the address's last @, without case or a final dot.
+func TestClaimDeliveriesPerDomain(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		inFlight map[string]int
+		limit    int
+		want     []string // messages 1 to 4, and the domains claimed
+	}{
+		{"none in flight", nil, 1, []string{"1 x.example", "1 y.example", "4 z.example"}},
+		{"x full", map[string]int{"x.example": 1}, 1, []string{"3 y.example", "4 z.example"}},
+		{"room for one more", map[string]int{"x.example": 1, "z.example": 2}, 2, []string{"1 x.example", "1 y.example", "3 y.example"}},
+		{"no limit", map[string]int{"x.example": 5}, 0, []string{"1 x.example", "1 y.example", "2 x.example", "3 y.example", "4 z.example"}},
+	} {
+		db, b := openTest(t)
+		number := map[string]int{}
+		for i, rcpts := range [][]string{{"a@x.example", "b@y.example"}, {"c@X.Example"}, {"d@y.example."}, {`"e@y.example"@z.example`}} {
+			number[queueRelay(t, db, b.Inbox.ID, rcpts...)] = i + 1
+		}
+		cs, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, PerDomain: tc.limit, InFlight: tc.inFlight, Lease: time.Hour})
+		var got []string
+		for _, c := range cs {
+			got = append(got, fmt.Sprintf("%d %s", number[c.MessageID], c.Domain))
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v (%v), want %v", tc.name, got, err, tc.want)
+		}
+	}
+
+	// A full domain's queue, however long, does not hide the mail behind
+	// it: a claim reads a few hundred due rows, none of them the full
+	// domain's.
+	db, b := openTest(t)
+	var long []string
+	for i := range 150 {
+		long = append(long, fmt.Sprintf("r%d@x.example", i))
+	}
+	queueRelay(t, db, b.Inbox.ID, long...)
+	other := queueRelay(t, db, b.Inbox.ID, "s@y.example")
+	cs, err := db.ClaimDeliveries(ctx, Claim{Messages: 1, PerDomain: 1, InFlight: map[string]int{"x.example": 1}, Lease: time.Hour})
+	if err != nil || len(cs) != 1 || cs[0].MessageID != other {
+		t.Errorf("behind a full domain's queue: %d claimed (%v), want the message to y.example", len(cs), err)
 	}
 }
