@@ -755,8 +755,12 @@ func TestMCPWaitEndsOnShutdown(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the shutdown took %v", d)
+	// Far less than the wait's minute: the wait did not hold the stop.
+	// The bound leaves room for the database's closing checkpoint on a
+	// disk that the rest of the suite keeps busy; the log says where the
+	// time went when it is passed.
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the shutdown took %v:\n%s", d, s.stderr.String())
 	}
 }
 

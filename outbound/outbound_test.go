@@ -297,6 +297,19 @@ func (e *env) waitState(t *testing.T, inboxID, messageID, state string) store.Me
 
 func subject(s string) *string { return &s }
 
+// manualClock is a clock that moves only when the test sets it.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *manualClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+
 func relayFor(t *testing.T, r *fakeRelay) *smtp.Relay {
 	t.Helper()
 	rl, err := smtp.NewRelay(smtp.RelayConfig{URL: "smtp://relayuser:relaypass@" + r.addr, CAFile: r.caFile, Hostname: "inboxd.test", Timeout: 5 * time.Second})
@@ -476,11 +489,9 @@ func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 func TestRetryScheduleWithJitter(t *testing.T) {
 	r := startRelay(t)
 	r.rcptCode["bob@example.com"] = &gosmtp.SMTPError{Code: 452, EnhancedCode: gosmtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
-	var mu sync.Mutex
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := newManualClock()
 	ctx := context.Background()
-	db, boot := openStore(t, clock)
+	db, boot := openStore(t, clock.Now)
 	relay := relayFor(t, r)
 	t.Cleanup(func() { relay.Close() })
 
@@ -496,10 +507,10 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 	}
 	attempts := 0
 	reg := prometheus.NewRegistry()
-	w := NewWorker(db, WorkerConfig{Relay: relay, Now: clock, MaxRetryAge: 40 * time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	w := NewWorker(db, WorkerConfig{Relay: relay, Now: clock.Now, MaxRetryAge: 40 * time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute}, Metrics: NewMetrics(reg),
 		Jitter: func() float64 { attempts++; return steps[min(attempts, len(steps))-1].jitter }})
-	e := &env{db: db, boot: boot, app: newApp(t, db, clock, app.OutboundRelay, false)}
+	e := &env{db: db, boot: boot, app: newApp(t, db, clock.Now, app.OutboundRelay, false)}
 	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
 
 	for i, s := range steps {
@@ -507,9 +518,7 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("attempt %d: nothing due (%v)", i+1, err)
 		}
-		mu.Lock()
-		now = at
-		mu.Unlock()
+		clock.Set(at)
 		// One round of Run's, waited for.
 		var wg sync.WaitGroup
 		if _, err := w.dispatch(ctx, ctx, map[string][]string{}, make(chan string, 1), &wg); err != nil {
@@ -539,5 +548,38 @@ func TestRetryScheduleWithJitter(t *testing.T) {
 		if got := testutil.ToFloat64(w.cfg.Metrics.attempts.WithLabelValues(result)); got != want {
 			t.Errorf("attempts %s = %v, want %v", result, got, want)
 		}
+	}
+}
+
+// A retry's delay counts from the relay's answer, not from the start of
+// the attempt: an attempt that took ten minutes to be refused is retried
+// a minute after the refusal.
+func TestRetryDelayCountsFromTheAnswer(t *testing.T) {
+	r := startRelay(t)
+	r.replies = []*gosmtp.SMTPError{{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0}, Message: "try later"}}
+	held, release := r.hold()
+	clock := newManualClock()
+	ctx := context.Background()
+	db, boot := openStore(t, clock.Now)
+	relay := relayFor(t, r)
+	t.Cleanup(func() { relay.Close() })
+	w := NewWorker(db, WorkerConfig{Relay: relay, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RetrySchedule: []time.Duration{time.Minute}, Jitter: func() float64 { return 0.5 }})
+	e := &env{db: db, boot: boot, app: newApp(t, db, clock.Now, app.OutboundRelay, false)}
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
+
+	var wg sync.WaitGroup
+	if _, err := w.dispatch(ctx, ctx, map[string][]string{}, make(chan string, 1), &wg); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	answered := clock.Now().Add(10 * time.Minute)
+	clock.Set(answered)
+	release()
+	wg.Wait()
+	d, _ := db.DeliveriesOf(ctx, []string{res.MessageID})
+	next, pending, _ := db.NextDeliveryAt(ctx)
+	if got := d[res.MessageID][0]; got.Status != store.StatusDeferred || !pending || !next.Equal(answered.Add(time.Minute)) {
+		t.Fatalf("%s, next attempt %v (%v); want deferred until %v", got.Status, next, pending, answered.Add(time.Minute))
 	}
 }

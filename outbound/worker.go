@@ -319,6 +319,7 @@ func (w *Worker) relay(ctx context.Context, cs []store.DeliveryClaim) error {
 		rcpts[i] = c.Email
 	}
 	answers, dataText := w.cfg.Relay.Send(ctx, cs[0].From, rcpts, raw)
+	now = w.cfg.Now() // a retry's delay counts from the answer: a slow exchanger's minutes are not part of it
 	// The relay has answered: what it said is recorded even if the worker
 	// is stopping meanwhile. Left unrecorded, the claim would be released
 	// at the next start and the mail relayed a second time.
