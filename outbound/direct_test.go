@@ -119,16 +119,16 @@ func directTo(t *testing.T, port string, mx map[string]string) *smtp.Direct {
 // slow.test, whose exchanger holds each message until release, and
 // fast.test, whose exchanger answers at once. Release before the test
 // ends: the worker's stop waits for the message in flight.
-func slowAndFast(t *testing.T, cfg WorkerConfig) (e *env, slow *fakeRelay, held <-chan struct{}, release func()) {
+func slowAndFast(t *testing.T, cfg WorkerConfig) (e *env, slow, fast *fakeRelay, held <-chan struct{}, release func()) {
 	t.Helper()
-	fast := startRelay(t)
+	fast = startRelay(t)
 	fast.open = true
 	_, port, _ := net.SplitHostPort(fast.addr)
 	slow = startRelayOn(t, net.JoinHostPort("127.0.0.2", port))
 	slow.open = true
 	held, release = slow.hold()
 	cfg.Relay = directTo(t, port, map[string]string{"slow.test": "127.0.0.2", "fast.test": "127.0.0.1"})
-	return newEnvConfig(t, app.OutboundDirect, cfg), slow, held, release
+	return newEnvConfig(t, app.OutboundDirect, cfg), slow, fast, held, release
 }
 
 func waitHeld(t *testing.T, held <-chan struct{}) {
@@ -143,7 +143,7 @@ func waitHeld(t *testing.T, held <-chan struct{}) {
 // A domain whose exchanger takes its time holds only its own message:
 // mail for other domains is delivered meanwhile.
 func TestDirectSlowExchangerHoldsOnlyItsMessage(t *testing.T) {
-	e, _, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2})
+	e, _, _, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2})
 	defer release()
 
 	stuck := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})
@@ -161,7 +161,7 @@ func TestDirectSlowExchangerHoldsOnlyItsMessage(t *testing.T) {
 // domain in flight, its second message waits and mail for another domain
 // goes ahead of it.
 func TestDirectSlowDomainTakesItsShareOfSlots(t *testing.T) {
-	e, slow, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1})
+	e, slow, _, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1})
 	defer release()
 
 	first := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow 1"), Text: "hello"})
@@ -178,6 +178,28 @@ func TestDirectSlowDomainTakesItsShareOfSlots(t *testing.T) {
 	if n := slow.dataCount(); n != 2 {
 		t.Errorf("the slow exchanger got %d messages, want 2", n)
 	}
+}
+
+// While a slow domain's message waits for its domain's slot, the worker
+// still takes another domain's retry when it falls due.
+func TestDirectRetryFallsDueWhileADomainIsFull(t *testing.T) {
+	e, _, fast, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1, RetrySchedule: []time.Duration{200 * time.Millisecond}})
+	defer release()
+	fast.mu.Lock()
+	fast.rcptCode["carol@fast.test"] = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0}, Message: "later"}
+	fast.mu.Unlock()
+
+	quick := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "carol@fast.test"}}, Subject: subject("fast"), Text: "hello"})
+	e.waitState(t, e.boot.Inbox.ID, quick.MessageID, store.StatusDeferred)
+	fast.mu.Lock()
+	delete(fast.rcptCode, "carol@fast.test")
+	fast.mu.Unlock()
+	e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow 1"), Text: "hello"})
+	waitHeld(t, held)
+	e.send(t, app.SendInput{To: []app.AddressInput{{Email: "dave@slow.test"}}, Subject: subject("slow 2"), Text: "hello"})
+	// The retry falls due 200 ms after the deferral. A worker that did not
+	// wake for it would take it at some unrelated wake-up, 15 s later here.
+	e.waitStateWithin(t, e.boot.Inbox.ID, quick.MessageID, store.StatusSent, 5*time.Second)
 }
 
 // A stop does not wait out a slow exchanger: after the grace period a
@@ -223,7 +245,7 @@ func TestDirectStopCutsSlowDelivery(t *testing.T) {
 // lease has run out: the slot it holds stays its only one, and other
 // mail goes through the other slot.
 func TestDirectMessageInFlightIsNotClaimedAgain(t *testing.T) {
-	e, slow, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, Lease: time.Millisecond})
+	e, slow, _, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, Lease: time.Millisecond})
 	defer release()
 
 	stuck := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow"), Text: "hello"})

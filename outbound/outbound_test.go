@@ -277,7 +277,12 @@ func (e *env) sendFrom(t *testing.T, inboxID string, in app.SendInput) app.SendR
 // waitState waits, woken by commits, until the message reaches state.
 func (e *env) waitState(t *testing.T, inboxID, messageID, state string) store.Message {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	return e.waitStateWithin(t, inboxID, messageID, state, 20*time.Second)
+}
+
+func (e *env) waitStateWithin(t *testing.T, inboxID, messageID, state string, d time.Duration) store.Message {
+	t.Helper()
+	deadline := time.After(d)
 	for {
 		changed := e.db.Changed()
 		m, err := e.db.GetMessage(context.Background(), inboxID, messageID)

@@ -180,14 +180,18 @@ func (w *Worker) Run(ctx context.Context) error {
 			if started {
 				continue // there may be more
 			}
-			// Due but not taken: every slot is busy (a message done wakes
-			// us), or what is due is in flight still or waits for its
-			// domain's messages in flight; look again on the next commit or
-			// shortly (a retry of another domain may fall due meanwhile),
-			// rather than spin.
+			// Due but not taken: every slot is busy, or what is due is in
+			// flight still or waits for its domain's messages in flight.
+			// A message done wakes us, and so does a commit; otherwise
+			// look again when the next attempt falls due. With nothing in
+			// flight, look again shortly rather than spin.
 			wait = time.Second
-			if len(busy) == w.cfg.Concurrency {
+			if len(busy) > 0 {
 				wait = time.Hour
+				now := w.cfg.Now()
+				if after, ok, err := w.db.NextDeliveryAfter(ctx, now); err == nil && ok {
+					wait = after.Sub(now)
+				}
 			}
 		case ok:
 			wait = next.Sub(w.cfg.Now())

@@ -116,7 +116,7 @@ func (d *Direct) Send(ctx context.Context, from string, rcpts []string, raw []by
 	var domains []string
 	byDomain := map[string][]int{}
 	for i, r := range rcpts {
-		dom := domainOf(r)
+		dom := store.DomainOf(r)
 		if byDomain[dom] == nil {
 			domains = append(domains, dom)
 		}
@@ -135,14 +135,9 @@ func (d *Direct) Send(ctx context.Context, from string, rcpts []string, raw []by
 	return results, ""
 }
 
-// domainOf is the domain of an address, lowercase, without a final dot.
-func domainOf(addr string) string {
-	return strings.ToLower(strings.TrimSuffix(addr[strings.LastIndexByte(addr, '@')+1:], "."))
-}
-
 // sign prepends a DKIM-Signature when from's domain has a key.
 func (d *Direct) sign(from string, raw []byte) ([]byte, error) {
-	dom := domainOf(from)
+	dom := store.DomainOf(from)
 	k, ok := d.cfg.DKIM[dom]
 	if !ok {
 		return raw, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,32 +25,23 @@ type DeliveryClaim struct {
 	FirstAttemptAt     time.Time
 	From               string // the inbox address: the envelope sender
 	RFCMessageID       string // without brackets
-	Domain             string // the recipient's domain as claims count it: lowercase, without a final dot
+	Domain             string // DomainOf(Email): what claims count in flight
 }
 
 // The statements of the delivery queue. Those the writer runs are
 // prepared at Open (writeStmts); sqlDueRelay and sqlDueLocalRaw run on the
 // read pool.
 const (
-	// sqlDueRelay lists due relay deliveries and their domains in the
-	// order they fell due, but for those of the messages in flight (a
-	// JSON list) and of the messages with a due recipient in a domain
-	// that has all it may have in flight (a JSON list).
-	sqlDueRelay = `SELECT message_id, ` + sqlDomain + ` FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
-			AND message_id NOT IN (SELECT value FROM json_each(?2))
-			AND message_id NOT IN (SELECT message_id FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
-				AND ` + sqlDomain + ` IN (SELECT value FROM json_each(?4)))
-			ORDER BY next_attempt_at, id LIMIT ?3`
-	// sqlDomain is a delivery's domain: what follows the address's last
-	// @ (the rtrim keeps the address up to it), lowercase, without a
-	// final dot, as smtp.Direct groups recipients.
-	sqlDomain = `rtrim(lower(substr(email, length(rtrim(email, replace(email, '@', ''))) + 1)), '.')`
+	// sqlDueRelay lists due relay deliveries in the order they fell due,
+	// but for those of the messages in flight (a JSON list).
+	sqlDueRelay = `SELECT message_id, email FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
+			AND message_id NOT IN (SELECT value FROM json_each(?2)) ORDER BY next_attempt_at, id LIMIT ?3`
 	// sqlClaimRelay claims the due relay deliveries of some messages (a
 	// JSON list): the attempt is counted first.
 	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
 				first_attempt_at = coalesce(first_attempt_at, ?1), next_attempt_at = ?2, updated_at = ?1
 			WHERE message_id IN (SELECT value FROM json_each(?3)) AND next_attempt_at <= ?1 AND route = 'relay'
-			RETURNING id, message_id, email, type, route, attempts, first_attempt_at, ` + sqlDomain
+			RETURNING id, message_id, email, type, route, attempts, first_attempt_at`
 	sqlClaimInfo = `SELECT m.inbox_id, i.address, m.rfc_message_id FROM messages m JOIN inboxes i ON i.id = m.inbox_id
 				WHERE m.id = ?`
 	sqlDeliveryStatuses = `SELECT status FROM deliveries WHERE message_id = ?`
@@ -80,7 +72,9 @@ type Claim struct {
 	// PerDomain, when positive, is how many messages for one recipient
 	// domain may be in flight at once: a message is claimed only while
 	// each of its due recipients' domains has fewer, counting those in
-	// InFlight (messages in flight by domain) and those the claim takes.
+	// InFlight (messages in flight by DomainOf) and those the claim
+	// takes; and the messages whose domains have the fewest in flight go
+	// first, so that two slow domains do not share every slot.
 	PerDomain int
 	InFlight  map[string]int
 	// Lease is how long the claim holds the deliveries: a worker that
@@ -88,72 +82,78 @@ type Claim struct {
 	Lease time.Duration
 }
 
+// perDomainWindow is how many due deliveries a claim with a limit per
+// domain reads when the first few hundred are all for domains at their
+// limit: the mail it may take from behind those domains' queues. Mail
+// further back waits for them to shrink.
+const perDomainWindow = 2000
+
+// DomainOf is the domain of an address as outbound delivery groups and
+// counts recipients: what follows the last @, lowercase, without a final
+// dot.
+func DomainOf(addr string) string {
+	return strings.ToLower(strings.TrimSuffix(addr[strings.LastIndexByte(addr, '@')+1:], "."))
+}
+
 // ClaimDeliveries marks as sending the due relay deliveries of the
-// messages c allows, those that fell due first, and returns them grouped
-// by message, each message's recipients in the order they were queued
-// (local ones are delivered in one transaction by DeliverLocalDue and
-// need no claim). The attempt is recorded before anything is sent, and
-// the claim is a lease, never retried in a storm.
+// messages c allows, those that fell due first unless c.PerDomain orders
+// them otherwise, and returns them grouped by message in the order
+// chosen, each message's recipients in the order they were queued (local
+// ones are delivered in one transaction by DeliverLocalDue and need no
+// claim). The attempt is recorded before anything is sent, and the claim
+// is a lease, never retried in a storm.
 func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, error) {
 	if c.Messages <= 0 {
 		return nil, nil
 	}
-	full := []string{} // [], not null: NOT IN (null) keeps nothing
-	for d, n := range c.InFlight {
-		if c.PerDomain > 0 && n >= c.PerDomain {
-			full = append(full, d)
-		}
-	}
-	busyJSON, err := json.Marshal(append([]string{}, c.Busy...))
-	if err != nil {
-		return nil, err
-	}
-	fullJSON, err := json.Marshal(full)
+	busyJSON, err := json.Marshal(append([]string{}, c.Busy...)) // [], not null: NOT IN (null) keeps nothing
 	if err != nil {
 		return nil, err
 	}
 	// Most rounds of the worker find no relay delivery due: the read pool
 	// says so without taking the writer. A message has at most
 	// --max-recipients deliveries, so a few hundred rows name enough
-	// messages.
+	// messages, unless domains at their limit hold the front of the
+	// queue: then a larger window is read.
 	st, err := db.readStmt(ctx, sqlDueRelay)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, ms(db.now()), busyJSON, 100*c.Messages, fullJSON)
-	type due struct{ message, domain string }
-	dues, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (d due, err error) { return d, r.Scan(&d.message, &d.domain) })
-	if err != nil || len(dues) == 0 {
-		return nil, err
-	}
-	var candidates []string // in the order they fell due
-	domains := map[string][]string{}
-	for _, d := range dues {
-		if _, ok := domains[d.message]; !ok {
-			candidates = append(candidates, d.message)
-		}
-		if !slices.Contains(domains[d.message], d.domain) {
-			domains[d.message] = append(domains[d.message], d.domain)
-		}
-	}
-	taken := maps.Clone(c.InFlight)
-	if taken == nil {
-		taken = map[string]int{}
-	}
+	// One now for the read and the claim: the claim takes no recipient
+	// that fell due after the read.
+	now := db.now()
 	var ids []string
-	order := map[string]int{} // the messages to claim, in the order they fell due
-	for _, id := range candidates {
-		if len(ids) == c.Messages {
+	for _, window := range []int{100 * c.Messages, perDomainWindow} {
+		rows, err := st.QueryContext(ctx, ms(now), busyJSON, window)
+		type due struct{ message, email string }
+		dues, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (d due, err error) { return d, r.Scan(&d.message, &d.email) })
+		if err != nil {
+			return nil, err
+		}
+		var candidates []string // in the order they fell due
+		domains := map[string][]string{}
+		for _, d := range dues {
+			if _, ok := domains[d.message]; !ok {
+				candidates = append(candidates, d.message)
+			}
+			if dom := DomainOf(d.email); !slices.Contains(domains[d.message], dom) {
+				domains[d.message] = append(domains[d.message], dom)
+			}
+		}
+		ids = candidates[:min(c.Messages, len(candidates))]
+		if c.PerDomain > 0 {
+			ids = pickByDomain(candidates, domains, c.Messages, c.PerDomain, c.InFlight)
+		}
+		if len(ids) == c.Messages || len(dues) < window || c.PerDomain <= 0 || window >= perDomainWindow {
 			break
 		}
-		if c.PerDomain > 0 && slices.ContainsFunc(domains[id], func(d string) bool { return taken[d] >= c.PerDomain }) {
-			continue
-		}
-		for _, d := range domains[id] {
-			taken[d]++
-		}
-		order[id] = len(ids)
-		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	order := map[string]int{} // the messages to claim, in the order chosen
+	for i, id := range ids {
+		order[id] = i
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
@@ -161,7 +161,6 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 	}
 	var out []DeliveryClaim
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		now := db.now()
 		rows, err := tx.StmtContext(ctx, db.ws.claimRelay).QueryContext(ctx, ms(now), ms(now.Add(c.Lease)), idsJSON)
 		if err != nil {
 			return fmt.Errorf("claim deliveries: %w", err)
@@ -169,11 +168,11 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 		for rows.Next() {
 			var d DeliveryClaim
 			var first int64
-			if err := rows.Scan(&d.ID, &d.MessageID, &d.Email, &d.Type, &d.Route, &d.Attempts, &first, &d.Domain); err != nil {
+			if err := rows.Scan(&d.ID, &d.MessageID, &d.Email, &d.Type, &d.Route, &d.Attempts, &first); err != nil {
 				rows.Close()
 				return fmt.Errorf("claim deliveries: %w", err)
 			}
-			d.FirstAttemptAt = fromMS(first)
+			d.FirstAttemptAt, d.Domain = fromMS(first), DomainOf(d.Email)
 			out = append(out, d)
 		}
 		rows.Close()
@@ -195,6 +194,43 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// pickByDomain chooses up to n of the candidates (in the order they fell
+// due) one at a time: each time the one whose busiest domain has the
+// fewest messages in flight, the earlier on a tie, and never one that
+// would take a domain past perDomain.
+func pickByDomain(candidates []string, domains map[string][]string, n, perDomain int, inFlight map[string]int) []string {
+	taken := maps.Clone(inFlight)
+	if taken == nil {
+		taken = map[string]int{}
+	}
+	busiest := func(id string) int {
+		m := 0
+		for _, d := range domains[id] {
+			m = max(m, taken[d])
+		}
+		return m
+	}
+	var picked []string
+	for len(picked) < n {
+		best := -1
+		for i, id := range candidates {
+			if id != "" && busiest(id) < perDomain && (best < 0 || busiest(id) < busiest(candidates[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		id := candidates[best]
+		candidates[best] = "" // picked
+		for _, d := range domains[id] {
+			taken[d]++
+		}
+		picked = append(picked, id)
+	}
+	return picked
 }
 
 func messageIDsOf(cs []DeliveryClaim) []string {
@@ -263,6 +299,15 @@ const interruptedAttempt = "the attempt was interrupted: inboxd stopped before t
 func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
 	if err := db.readRow(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next delivery: %w", err)
+	}
+	return fromMS(next.Int64), next.Valid, nil
+}
+
+// NextDeliveryAfter is when the first attempt due after t is due, if any.
+func (db *DB) NextDeliveryAfter(ctx context.Context, t time.Time) (time.Time, bool, error) {
+	var next sql.NullInt64
+	if err := db.readRow(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at > ?`, ms(t)).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next delivery: %w", err)
 	}
 	return fromMS(next.Int64), next.Valid, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -474,7 +475,7 @@ func TestRequestsQueuedMidBatchJoinIt(t *testing.T) {
 
 // queueRelay queues a message from the inbox to rcpts by relay and
 // returns its id.
-func queueRelay(t *testing.T, db *DB, inboxID string, rcpts ...string) string {
+func queueRelay(t testing.TB, db *DB, inboxID string, rcpts ...string) string {
 	t.Helper()
 	req := SendRequest{Out: Outgoing{InboxID: inboxID, Raw: []byte("From: inbox@localhost\r\nSubject: s\r\n\r\nb\r\n")}}
 	for _, r := range rcpts {
@@ -529,27 +530,30 @@ func TestClaimDeliveriesByMessage(t *testing.T) {
 
 // With a limit per domain, a claim skips the messages with a recipient in
 // a domain that has all it may have in flight, counting what it takes
-// itself, and takes the messages behind them; a domain is what follows
-// the address's last @, without case or a final dot.
+// itself, takes the messages behind them, and takes first the messages
+// whose domains have the fewest in flight; a domain is what follows the
+// address's last @, without case or a final dot.
 func TestClaimDeliveriesPerDomain(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
 		inFlight map[string]int
 		limit    int
-		want     []string // messages 1 to 4, and the domains claimed
+		messages int      // 10 when 0
+		want     []string // messages 1 to 4 in the order claimed, and the domains claimed
 	}{
-		{"none in flight", nil, 1, []string{"1 x.example", "1 y.example", "4 z.example"}},
-		{"x full", map[string]int{"x.example": 1}, 1, []string{"3 y.example", "4 z.example"}},
-		{"room for one more", map[string]int{"x.example": 1, "z.example": 2}, 2, []string{"1 x.example", "1 y.example", "3 y.example"}},
-		{"no limit", map[string]int{"x.example": 5}, 0, []string{"1 x.example", "1 y.example", "2 x.example", "3 y.example", "4 z.example"}},
+		{"none in flight", nil, 1, 0, []string{"1 x.example", "1 y.example", "4 z.example"}},
+		{"x full", map[string]int{"x.example": 1}, 1, 0, []string{"3 y.example", "4 z.example"}},
+		{"room for one more", map[string]int{"x.example": 1, "z.example": 2}, 2, 0, []string{"3 y.example", "1 x.example", "1 y.example"}},
+		{"the least busy first", map[string]int{"x.example": 3, "z.example": 3}, 4, 1, []string{"3 y.example"}},
+		{"no limit", map[string]int{"x.example": 5}, 0, 0, []string{"1 x.example", "1 y.example", "2 x.example", "3 y.example", "4 z.example"}},
 	} {
 		db, b := openTest(t)
 		number := map[string]int{}
 		for i, rcpts := range [][]string{{"a@x.example", "b@y.example"}, {"c@X.Example"}, {"d@y.example."}, {`"e@y.example"@z.example`}} {
 			number[queueRelay(t, db, b.Inbox.ID, rcpts...)] = i + 1
 		}
-		cs, err := db.ClaimDeliveries(ctx, Claim{Messages: 10, PerDomain: tc.limit, InFlight: tc.inFlight, Lease: time.Hour})
+		cs, err := db.ClaimDeliveries(ctx, Claim{Messages: cmp.Or(tc.messages, 10), PerDomain: tc.limit, InFlight: tc.inFlight, Lease: time.Hour})
 		var got []string
 		for _, c := range cs {
 			got = append(got, fmt.Sprintf("%d %s", number[c.MessageID], c.Domain))
@@ -559,9 +563,8 @@ func TestClaimDeliveriesPerDomain(t *testing.T) {
 		}
 	}
 
-	// A full domain's queue, however long, does not hide the mail behind
-	// it: a claim reads a few hundred due rows, none of them the full
-	// domain's.
+	// A full domain's queue of 150 recipients does not hide the mail
+	// behind it.
 	db, b := openTest(t)
 	var long []string
 	for i := range 150 {
