@@ -162,13 +162,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		changed := w.db.OutboundChanged()
 		wait := time.Hour
 		next, ok, err := w.db.NextDeliveryAt(ctx)
+		now := w.cfg.Now() // before dispatch: what falls due while it claims is after now
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
 				w.cfg.Logger.Error("outbound: next delivery", "err", err)
 			}
 			wait = 5 * time.Second // back off on database trouble
-		case ok && !next.After(w.cfg.Now()):
+		case ok && !next.After(now):
 			started, err := w.dispatch(ctx, sendCtx, busy, done, &wg)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -188,13 +189,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			wait = time.Second
 			if len(busy) > 0 {
 				wait = time.Hour
-				now := w.cfg.Now()
 				if after, ok, err := w.db.NextDeliveryAfter(ctx, now); err == nil && ok {
-					wait = after.Sub(now)
+					wait = after.Sub(w.cfg.Now())
 				}
 			}
 		case ok:
-			wait = next.Sub(w.cfg.Now())
+			wait = next.Sub(now)
 		}
 		timer := time.NewTimer(min(wait, HeartbeatEvery))
 		select {

@@ -36,6 +36,10 @@ const (
 	// but for those of the messages in flight (a JSON list).
 	sqlDueRelay = `SELECT message_id, email FROM deliveries WHERE next_attempt_at <= ?1 AND route = 'relay'
 			AND message_id NOT IN (SELECT value FROM json_each(?2)) ORDER BY next_attempt_at, id LIMIT ?3`
+	// sqlDueRelayOf lists the due relay deliveries of some messages (a
+	// JSON list).
+	sqlDueRelayOf = `SELECT message_id, email FROM deliveries WHERE message_id IN (SELECT value FROM json_each(?1))
+			AND next_attempt_at <= ?2 AND route = 'relay'`
 	// sqlClaimRelay claims the due relay deliveries of some messages (a
 	// JSON list): the attempt is counted first.
 	sqlClaimRelay = `UPDATE deliveries SET status = 'sending', attempts = attempts + 1,
@@ -83,9 +87,9 @@ type Claim struct {
 }
 
 // perDomainWindow is how many due deliveries a claim with a limit per
-// domain reads when the first few hundred are all for domains at their
-// limit: the mail it may take from behind those domains' queues. Mail
-// further back waits for them to shrink.
+// domain reads when the first few hundred give it fewer messages than it
+// may take: the mail it may take from behind the queues of domains at
+// their limit. Mail further back waits for those queues to shrink.
 const perDomainWindow = 2000
 
 // DomainOf is the domain of an address as outbound delivery groups and
@@ -125,8 +129,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 	var ids []string
 	for _, window := range []int{100 * c.Messages, perDomainWindow} {
 		rows, err := st.QueryContext(ctx, ms(now), busyJSON, window)
-		type due struct{ message, email string }
-		dues, err := scanAll(rows, err, "claim deliveries", func(r rowScanner) (d due, err error) { return d, r.Scan(&d.message, &d.email) })
+		dues, err := scanAll(rows, err, "claim deliveries", scanDue)
 		if err != nil {
 			return nil, err
 		}
@@ -136,15 +139,35 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 			if _, ok := domains[d.message]; !ok {
 				candidates = append(candidates, d.message)
 			}
-			if dom := DomainOf(d.email); !slices.Contains(domains[d.message], dom) {
-				domains[d.message] = append(domains[d.message], dom)
+			d.addTo(domains)
+		}
+		if c.PerDomain <= 0 {
+			ids = candidates[:min(c.Messages, len(candidates))]
+			break
+		}
+		// A message's due recipients may run past the window (each retry
+		// has its own jitter): a message picked is judged again with all
+		// of them, until the messages picked are all known whole.
+		whole := map[string]bool{}
+		for {
+			ids = pickByDomain(candidates, domains, c.Messages, c.PerDomain, c.InFlight)
+			var partial []string
+			for _, id := range ids {
+				if !whole[id] {
+					partial = append(partial, id)
+				}
+			}
+			if len(partial) == 0 {
+				break
+			}
+			if err := db.dueDomains(ctx, now, partial, domains); err != nil {
+				return nil, err
+			}
+			for _, id := range partial {
+				whole[id] = true
 			}
 		}
-		ids = candidates[:min(c.Messages, len(candidates))]
-		if c.PerDomain > 0 {
-			ids = pickByDomain(candidates, domains, c.Messages, c.PerDomain, c.InFlight)
-		}
-		if len(ids) == c.Messages || len(dues) < window || c.PerDomain <= 0 || window >= perDomainWindow {
+		if len(ids) == c.Messages || len(dues) < window || window >= perDomainWindow {
 			break
 		}
 	}
@@ -196,6 +219,43 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 	return out, nil
 }
 
+// dueDomains sets domains[id], for each message of ids, to the domains
+// of all its due relay recipients.
+func (db *DB) dueDomains(ctx context.Context, now time.Time, ids []string, domains map[string][]string) error {
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	st, err := db.readStmt(ctx, sqlDueRelayOf)
+	if err != nil {
+		return fmt.Errorf("claim deliveries: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, idsJSON, ms(now))
+	dues, err := scanAll(rows, err, "claim deliveries", scanDue)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		domains[id] = nil
+	}
+	for _, d := range dues {
+		d.addTo(domains)
+	}
+	return nil
+}
+
+// dueRow is a due relay delivery as a claim reads it.
+type dueRow struct{ message, email string }
+
+func scanDue(r rowScanner) (d dueRow, err error) { return d, r.Scan(&d.message, &d.email) }
+
+// addTo adds the delivery's domain to its message's in domains.
+func (d dueRow) addTo(domains map[string][]string) {
+	if dom := DomainOf(d.email); !slices.Contains(domains[d.message], dom) {
+		domains[d.message] = append(domains[d.message], dom)
+	}
+}
+
 // pickByDomain chooses up to n of the candidates (in the order they fell
 // due) one at a time: each time the one whose busiest domain has the
 // fewest messages in flight, the earlier on a tie, and never one that
@@ -213,22 +273,22 @@ func pickByDomain(candidates []string, domains map[string][]string, n, perDomain
 		return m
 	}
 	var picked []string
+	done := map[string]bool{}
 	for len(picked) < n {
-		best := -1
-		for i, id := range candidates {
-			if id != "" && busiest(id) < perDomain && (best < 0 || busiest(id) < busiest(candidates[best])) {
-				best = i
+		best := ""
+		for _, id := range candidates {
+			if !done[id] && busiest(id) < perDomain && (best == "" || busiest(id) < busiest(best)) {
+				best = id
 			}
 		}
-		if best < 0 {
+		if best == "" {
 			break
 		}
-		id := candidates[best]
-		candidates[best] = "" // picked
-		for _, d := range domains[id] {
+		done[best] = true
+		for _, d := range domains[best] {
 			taken[d]++
 		}
-		picked = append(picked, id)
+		picked = append(picked, best)
 	}
 	return picked
 }

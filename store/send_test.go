@@ -576,4 +576,19 @@ func TestClaimDeliveriesPerDomain(t *testing.T) {
 	if err != nil || len(cs) != 1 || cs[0].MessageID != other {
 		t.Errorf("behind a full domain's queue: %d claimed (%v), want the message to y.example", len(cs), err)
 	}
+
+	// A message whose recipients run past what a claim reads first is
+	// judged by all its due recipients: its last one, to a full domain,
+	// keeps it back.
+	db, b = openTest(t)
+	queueRelay(t, db, b.Inbox.ID, "p@z.example")
+	straddles := append(slices.Repeat([]string{"q@x.example"}, 99), "last@y.example")
+	for i := range 99 {
+		straddles[i] = fmt.Sprintf("q%d@x.example", i)
+	}
+	queueRelay(t, db, b.Inbox.ID, straddles...)
+	cs, err = db.ClaimDeliveries(ctx, Claim{Messages: 1, PerDomain: 1, InFlight: map[string]int{"z.example": 1, "y.example": 1}, Lease: time.Hour})
+	if err != nil || len(cs) != 0 {
+		t.Errorf("a message with a recipient past the first read, in a full domain: %d claimed (%v), want none", len(cs), err)
+	}
 }
