@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/textproto"
 	"slices"
 	"strings"
 	"sync"
@@ -253,7 +255,13 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 			return store.Outgoing{}, false, err
 		}
 	}
-	for k, v := range in.Headers {
+	seen := map[string]string{} // header names as given, by their canonical form
+	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+		v := in.Headers[k]
+		if first, ok := seen[textproto.CanonicalMIMEHeaderKey(k)]; ok {
+			return store.Outgoing{}, false, invalid("headers."+k, "header %q is given twice, as %q too (header names are not case-sensitive)", k, first)
+		}
+		seen[textproto.CanonicalMIMEHeaderKey(k)] = k
 		if !settableHeader(k) {
 			return store.Outgoing{}, false, invalid("headers."+k, "header %q cannot be set; only X-* and %s are allowed", k, strings.Join(allowedHeaders, ", "))
 		}

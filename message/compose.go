@@ -6,7 +6,9 @@ import (
 	"encoding/base32"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -77,8 +79,8 @@ func Compose(d Draft) ([]byte, error) {
 		h.SetMsgIDList("References", d.References)
 	}
 	h.Set("MIME-Version", "1.0")
-	for k, v := range d.Headers {
-		h.Set(k, v)
+	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
+		h.SetText(k, d.Headers[k]) // RFC 2047 words when a value is not ASCII
 	}
 
 	var buf bytes.Buffer
