@@ -74,7 +74,16 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, approvalObject(a))
 }
 
+// approve takes no body (SPEC §7): one that is not empty or {} is a
+// client error, rather than a decision made on a request it misread.
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		var none struct{}
+		if err := s.decodeJSON(w, r, &none); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	a, err := s.app.Approve(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"))
 	if err != nil {
 		s.writeError(w, r, err)

@@ -240,7 +240,14 @@ func TestApprovalGate(t *testing.T) {
 	if a["status"] != "pending" || a["draft"].(map[string]any)["subject"] != "Deal" || a["message_id"] != nil {
 		t.Fatalf("pending approval: %v", a)
 	}
-	r = e.do(approver, "POST", apr+"/approve", "")
+	// approve takes no body: one that is not empty or {} is a 400, and
+	// decides nothing.
+	for _, body := range []string{"not json", `{"reason":"ok"}`} {
+		if r := e.do(approver, "POST", apr+"/approve", body); r.status != 400 {
+			t.Fatalf("approve with the body %s: %d %s", body, r.status, r.body)
+		}
+	}
+	r = e.do(approver, "POST", apr+"/approve", "{}")
 	if r.status != 200 {
 		t.Fatalf("approve: %d %s", r.status, r.body)
 	}
