@@ -183,7 +183,7 @@ func TestDirectSlowDomainTakesItsShareOfSlots(t *testing.T) {
 // While a slow domain's message waits for its domain's slot, the worker
 // still takes another domain's retry when it falls due.
 func TestDirectRetryFallsDueWhileADomainIsFull(t *testing.T) {
-	e, _, fast, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1, RetrySchedule: []time.Duration{200 * time.Millisecond}})
+	e, _, fast, held, release := slowAndFast(t, WorkerConfig{Concurrency: 2, PerDomain: 1, RetrySchedule: []time.Duration{time.Second}})
 	defer release()
 	fast.mu.Lock()
 	fast.rcptCode["carol@fast.test"] = &gosmtp.SMTPError{Code: 451, EnhancedCode: gosmtp.EnhancedCode{4, 3, 0}, Message: "later"}
@@ -197,8 +197,9 @@ func TestDirectRetryFallsDueWhileADomainIsFull(t *testing.T) {
 	e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@slow.test"}}, Subject: subject("slow 1"), Text: "hello"})
 	waitHeld(t, held)
 	e.send(t, app.SendInput{To: []app.AddressInput{{Email: "dave@slow.test"}}, Subject: subject("slow 2"), Text: "hello"})
-	// The retry falls due 200 ms after the deferral. A worker that did not
-	// wake for it would take it at some unrelated wake-up, 15 s later here.
+	// The retry falls due a second after the deferral, once the second
+	// slow message waits for its domain. A worker that did not wake for
+	// it would take it at some unrelated wake-up, 15 s later here.
 	e.waitStateWithin(t, e.boot.Inbox.ID, quick.MessageID, store.StatusSent, 5*time.Second)
 }
 
