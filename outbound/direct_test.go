@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,6 +114,22 @@ func directTo(t *testing.T, port string, mx map[string]string) *smtp.Direct {
 	_, resolver := dnstest.Serve(t, zone)
 	// Timeouts far beyond the tests' own: only cancelling ends a wait.
 	return smtp.NewDirect(smtp.DirectConfig{Port: port, Resolver: resolver, Timeout: 10 * time.Minute})
+}
+
+// A domain beyond ASCII is looked up by its A-label (münchen.test is
+// xn--mnchen-3ya.test in DNS), and its mail goes with SMTPUTF8.
+func TestDirectInternationalDomain(t *testing.T) {
+	mx := startRelay(t, func(s *gosmtp.Server) { s.EnableSMTPUTF8 = true })
+	mx.open = true
+	_, port, _ := net.SplitHostPort(mx.addr)
+	e := newEnv(t, app.OutboundDirect, directTo(t, port, map[string]string{"xn--mnchen-3ya.test": "127.0.0.1"}), "")
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "anna@münchen.test"}}, Subject: subject("grüß dich"), Text: "hallo"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	mx.mu.Lock()
+	defer mx.mu.Unlock()
+	if len(mx.got) != 1 || !mx.got[0].utf8 || !slices.Equal(mx.got[0].rcpts, []string{"anna@münchen.test"}) {
+		t.Fatalf("the exchanger got %d messages, want one to anna@münchen.test with SMTPUTF8", len(mx.got))
+	}
 }
 
 // slowAndFast is direct delivery, configured by cfg, to two domains:

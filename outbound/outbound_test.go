@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +69,7 @@ type relayed struct {
 	tls   bool
 	user  string
 	helo  string // the EHLO name in force for MAIL (after STARTTLS, the one said over TLS)
+	utf8  bool   // MAIL FROM said SMTPUTF8
 }
 
 type relaySession struct {
@@ -89,14 +91,14 @@ func (s *relaySession) Auth(string) (sasl.Server, error) {
 }
 func (s *relaySession) Reset()        { s.cur = relayed{user: s.cur.user} }
 func (s *relaySession) Logout() error { return nil }
-func (s *relaySession) Mail(from string, _ *gosmtp.MailOptions) error {
+func (s *relaySession) Mail(from string, opts *gosmtp.MailOptions) error {
 	s.r.mu.Lock()
 	open := s.r.open
 	s.r.mu.Unlock()
 	if !s.authd && !open {
 		return gosmtp.ErrAuthRequired
 	}
-	s.cur.from, s.cur.helo = from, s.c.Hostname()
+	s.cur.from, s.cur.helo, s.cur.utf8 = from, s.c.Hostname(), opts != nil && opts.UTF8
 	return nil
 }
 func (s *relaySession) Rcpt(to string, _ *gosmtp.RcptOptions) error {
@@ -137,13 +139,13 @@ func (s *relaySession) Data(r io.Reader) error {
 	return nil
 }
 
-func startRelay(t *testing.T) *fakeRelay {
+func startRelay(t *testing.T, configure ...func(*gosmtp.Server)) *fakeRelay {
 	t.Helper()
-	return startRelayOn(t, "127.0.0.1:0")
+	return startRelayOn(t, "127.0.0.1:0", configure...)
 }
 
 // startRelayOn is startRelay listening on addr.
-func startRelayOn(t *testing.T, addr string) *fakeRelay {
+func startRelayOn(t *testing.T, addr string, configure ...func(*gosmtp.Server)) *fakeRelay {
 	t.Helper()
 	certPEM, keyPEM, err := smtp.SelfSignedCert("relay.test")
 	if err != nil {
@@ -167,6 +169,9 @@ func startRelayOn(t *testing.T, addr string) *fakeRelay {
 	r.srv.TLSConfig = tc
 	r.srv.Domain = "relay.test"
 	r.srv.ErrorLog = slogPrinter{}
+	for _, f := range configure {
+		f(r.srv)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +359,37 @@ func TestRelayBounce(t *testing.T) {
 	d := dels[res.MessageID]
 	if len(d) != 2 || d[0].Status != "bounced" || *d[0].Code != 550 || *d[0].Message != "5.1.1 no such user" || d[1].Status != "sent" {
 		t.Fatalf("deliveries: %+v %+v", d[0], d[1])
+	}
+}
+
+// An address beyond ASCII needs SMTPUTF8 (RFC 6531): the relay is asked
+// for it when it offers it, and a relay that does not offer it gets
+// nothing, the recipients bounced with the reason.
+func TestRelayNonASCIIAddress(t *testing.T) {
+	for _, offered := range []bool{true, false} {
+		r := startRelay(t, func(s *gosmtp.Server) { s.EnableSMTPUTF8 = offered })
+		e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
+		res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "jürgen@example.com"}, {Email: "ok@example.com"}}, Subject: subject("hi"), Text: "x"})
+		if offered {
+			e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+			r.mu.Lock()
+			got := r.got
+			r.mu.Unlock()
+			if len(got) != 1 || !got[0].utf8 || !slices.Equal(got[0].rcpts, []string{"jürgen@example.com", "ok@example.com"}) {
+				t.Fatalf("relayed %d messages (the first with SMTPUTF8: %v), want one to both recipients with it", len(got), len(got) > 0 && got[0].utf8)
+			}
+			continue
+		}
+		e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusBounced)
+		dels, _ := e.db.DeliveriesOf(context.Background(), []string{res.MessageID})
+		for _, d := range dels[res.MessageID] {
+			if d.Status != store.StatusBounced || *d.Code != 553 || !strings.Contains(*d.Message, "SMTPUTF8") {
+				t.Errorf("without SMTPUTF8: %s %v %q, want bounced 553 naming SMTPUTF8", d.Status, *d.Code, *d.Message)
+			}
+		}
+		if n := r.dataCount(); n != 0 {
+			t.Errorf("the relay without SMTPUTF8 was handed %d messages", n)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/emersion/go-msgauth/dkim"
 	gosmtp "github.com/emersion/go-smtp"
+	"golang.org/x/net/idna"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -208,9 +209,14 @@ type permanent struct {
 func (p *permanent) Error() string { return p.text }
 
 // exchangers are domain's MX hosts in preference order or, with no MX
-// record, the domain itself (its address records: RFC 5321 §5.1).
+// record, the domain itself (its address records: RFC 5321 §5.1). A
+// domain beyond ASCII is looked up by its A-label (RFC 5891).
 func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error) {
-	mxs, err := d.cfg.Resolver.LookupMX(ctx, domain)
+	name, err := idna.Lookup.ToASCII(domain)
+	if err != nil {
+		return nil, &permanent{553, "5.1.2 " + domain + " is not a valid domain name"}
+	}
+	mxs, err := d.cfg.Resolver.LookupMX(ctx, name)
 	var dnsErr *net.DNSError
 	switch {
 	case err == nil:
@@ -224,13 +230,13 @@ func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error
 		return hosts, nil
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		// No MX: the domain's own addresses, if it has any.
-		if _, err := d.cfg.Resolver.LookupHost(ctx, domain); err != nil {
+		if _, err := d.cfg.Resolver.LookupHost(ctx, name); err != nil {
 			if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
 				return nil, &permanent{550, "5.1.2 " + domain + " has no mail exchanger and no address"}
 			}
 			return nil, fmt.Errorf("looking up %s: %w", domain, err)
 		}
-		return []string{domain}, nil
+		return []string{name}, nil
 	}
 	return nil, fmt.Errorf("looking up the MX of %s: %w", domain, err)
 }

@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,9 +10,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
@@ -198,7 +201,19 @@ func (c *cutter) seal() {
 // must not be cut (cutter).
 func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal func()) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
-	if err := c.Mail(from, nil); err != nil {
+	var opts *gosmtp.MailOptions
+	if needsUTF8(from, rcpts, raw) {
+		if ok, _ := c.Extension("SMTPUTF8"); !ok {
+			// RFC 6531 §3.2: such a message is not sent to a server that
+			// does not take it; retrying would not help.
+			for i := range results {
+				results[i] = store.RelayReply{Code: 553, Message: "5.6.7 the server does not offer SMTPUTF8, which addresses beyond ASCII need (RFC 6531)"}
+			}
+			return results, "", nil
+		}
+		opts = &gosmtp.MailOptions{UTF8: true}
+	}
+	if err := c.Mail(from, opts); err != nil {
 		return fail(results, err)
 	}
 	accepted := 0
@@ -235,6 +250,26 @@ func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal fu
 		}
 	}
 	return results, resp.StatusText, nil
+}
+
+// needsUTF8 reports an envelope address or a header beyond ASCII: a
+// message that needs SMTPUTF8. (Composed bodies are quoted-printable or
+// base64.)
+func needsUTF8(from string, rcpts []string, raw []byte) bool {
+	header := raw
+	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
+		header = raw[:i]
+	}
+	return !isASCII(from) || slices.ContainsFunc(rcpts, func(r string) bool { return !isASCII(r) }) || !isASCII(string(header))
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // fail answers every recipient with the relay's reply to MAIL FROM.
