@@ -362,10 +362,21 @@ func TestRelayBounce(t *testing.T) {
 	}
 }
 
-// An address beyond ASCII needs SMTPUTF8 (RFC 6531): the relay is asked
+// A local part beyond ASCII needs SMTPUTF8 (RFC 6531): the relay is asked
 // for it when it offers it, and a relay that does not offer it gets
-// nothing, the recipients bounced with the reason.
+// nothing, the recipients bounced with the reason. A domain beyond ASCII
+// alone needs nothing: RCPT TO names its A-label.
 func TestRelayNonASCIIAddress(t *testing.T) {
+	r := startRelay(t)
+	e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "anna@münchen.example"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	r.mu.Lock()
+	if len(r.got) != 1 || !slices.Equal(r.got[0].rcpts, []string{"anna@xn--mnchen-3ya.example"}) {
+		t.Errorf("relayed %d messages, want one to anna@xn--mnchen-3ya.example", len(r.got))
+	}
+	r.mu.Unlock()
+
 	for _, offered := range []bool{true, false} {
 		r := startRelay(t, func(s *gosmtp.Server) { s.EnableSMTPUTF8 = offered })
 		e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")

@@ -210,11 +210,15 @@ func (p *permanent) Error() string { return p.text }
 
 // exchangers are domain's MX hosts in preference order or, with no MX
 // record, the domain itself (its address records: RFC 5321 §5.1). A
-// domain beyond ASCII is looked up by its A-label (RFC 5891).
+// domain beyond ASCII is looked up by its A-label (RFC 5891); any other
+// is looked up as it is.
 func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error) {
-	name, err := idna.Lookup.ToASCII(domain)
-	if err != nil {
-		return nil, &permanent{553, "5.1.2 " + domain + " is not a valid domain name"}
+	name := domain
+	if !isASCII(domain) {
+		var err error
+		if name, err = idna.Lookup.ToASCII(domain); err != nil {
+			return nil, &permanent{553, "5.1.2 " + domain + " is not a valid domain name"}
+		}
 	}
 	mxs, err := d.cfg.Resolver.LookupMX(ctx, name)
 	var dnsErr *net.DNSError

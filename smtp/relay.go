@@ -18,6 +18,7 @@ import (
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
+	"golang.org/x/net/idna"
 
 	"github.com/inboxd/inboxd/store"
 )
@@ -201,23 +202,33 @@ func (c *cutter) seal() {
 // must not be cut (cutter).
 func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal func()) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
+	from, envelope := envelopeAddr(from), make([]string, len(rcpts))
+	for i, r := range rcpts {
+		envelope[i] = envelopeAddr(r)
+	}
+	offered, _ := c.Extension("SMTPUTF8")
 	var opts *gosmtp.MailOptions
-	if needsUTF8(from, rcpts, raw) {
-		if ok, _ := c.Extension("SMTPUTF8"); !ok {
-			// RFC 6531 §3.2: such a message is not sent to a server that
-			// does not take it; retrying would not help.
+	switch {
+	case !isASCII(from) || slices.ContainsFunc(envelope, func(r string) bool { return !isASCII(r) }):
+		if !offered {
+			// RFC 6531 §3.2: an address beyond ASCII is not sent to a
+			// server that does not take it; retrying would not help.
 			for i := range results {
 				results[i] = store.RelayReply{Code: 553, Message: "5.6.7 the server does not offer SMTPUTF8, which addresses beyond ASCII need (RFC 6531)"}
 			}
 			return results, "", nil
 		}
 		opts = &gosmtp.MailOptions{UTF8: true}
+	case offered && header8bit(raw):
+		// Headers beyond ASCII go as they are either way (as they always
+		// have), and say so where the server listens.
+		opts = &gosmtp.MailOptions{UTF8: true}
 	}
 	if err := c.Mail(from, opts); err != nil {
 		return fail(results, err)
 	}
 	accepted := 0
-	for i, rcpt := range rcpts {
+	for i, rcpt := range envelope {
 		if err := c.Rcpt(rcpt, nil); err != nil {
 			var se *gosmtp.SMTPError
 			if !errors.As(err, &se) {
@@ -252,18 +263,38 @@ func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal fu
 	return results, resp.StatusText, nil
 }
 
-// needsUTF8 reports an envelope address or a header beyond ASCII: a
-// message that needs SMTPUTF8. (Composed bodies are quoted-printable or
-// base64.)
-func needsUTF8(from string, rcpts []string, raw []byte) bool {
-	header := raw
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		header = raw[:i]
+// envelopeAddr is addr as MAIL FROM or RCPT TO carries it: with an ASCII
+// local part, a domain beyond ASCII goes as its A-label (RFC 5891), so
+// that only a local part beyond ASCII needs SMTPUTF8.
+func envelopeAddr(addr string) string {
+	i := strings.LastIndexByte(addr, '@')
+	if i < 0 || isASCII(addr) || !isASCII(addr[:i]) {
+		return addr
 	}
-	return !isASCII(from) || slices.ContainsFunc(rcpts, func(r string) bool { return !isASCII(r) }) || !isASCII(string(header))
+	if d, err := idna.Lookup.ToASCII(addr[i+1:]); err == nil {
+		return addr[:i+1] + d
+	}
+	return addr
 }
 
-func isASCII(s string) bool {
+// header8bit reports bytes beyond ASCII in raw's header section, which
+// ends at its first empty line (CRLF or bare LF, as clients send).
+func header8bit(raw []byte) bool {
+	for len(raw) > 0 {
+		line, rest, _ := bytes.Cut(raw, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			return false
+		}
+		if !isASCII(line) {
+			return true
+		}
+		raw = rest
+	}
+	return false
+}
+
+func isASCII[T string | []byte](s T) bool {
 	for i := range len(s) {
 		if s[i] >= utf8.RuneSelf {
 			return false
