@@ -74,17 +74,11 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, approvalObject(a))
 }
 
-// approve takes no body (SPEC §7): one that is not empty or {} is a
-// client error, rather than a decision made on a request it misread.
+// approve takes no body (SPEC §7): one of more than whitespace that is
+// not {} is a client error, rather than a decision made on a request it
+// misread.
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
-		var none struct{}
-		if err := s.decodeJSON(w, r, &none); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	a, err := s.app.Approve(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"))
+	a, err := s.app.Approve(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"), s.optionalDecoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -92,14 +86,10 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, approvalObject(a))
 }
 
-// reject's body is optional: a request without one (Content-Length 0)
-// rejects with no reason.
+// reject's body is optional: a request without one rejects with no
+// reason.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
-	decode := s.decoder(w, r)
-	if r.ContentLength == 0 {
-		decode = func(any) error { return nil }
-	}
-	a, err := s.app.Reject(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"), decode)
+	a, err := s.app.Reject(r.Context(), callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "approval_id"), s.optionalDecoder(w, r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -30,6 +30,22 @@ func (s *Server) decoder(w http.ResponseWriter, r *http.Request) app.Decoder {
 	return func(v any) error { return s.decodeJSON(w, r, v) }
 }
 
+// optionalDecoder is decoder for an operation whose body may be left
+// out: a body of nothing or whitespace (chunked or not) leaves the input
+// as it is.
+func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Decoder {
+	return func(v any) error {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+		if err != nil {
+			return decodeError(err, nil)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil
+		}
+		return decodeStrict(b, v)
+	}
+}
+
 // decodeStrict is the one way a request body becomes a value: unknown
 // fields, wrong types and anything but whitespace after the JSON value
 // are client errors that name the problem and where it is.

@@ -241,13 +241,30 @@ func TestApprovalGate(t *testing.T) {
 		t.Fatalf("pending approval: %v", a)
 	}
 	// approve takes no body: one that is not empty or {} is a 400, and
-	// decides nothing.
+	// decides nothing; a key that may not approve is told that first.
 	for _, body := range []string{"not json", `{"reason":"ok"}`} {
 		if r := e.do(approver, "POST", apr+"/approve", body); r.status != 400 {
 			t.Fatalf("approve with the body %s: %d %s", body, r.status, r.body)
 		}
+		if r := e.do(agent, "POST", apr+"/approve", body); r.status != 403 {
+			t.Fatalf("approve by the agent with the body %s: %d %s", body, r.status, r.body)
+		}
 	}
-	r = e.do(approver, "POST", apr+"/approve", "{}")
+	// A body of whitespace, sent chunked (no Content-Length), is no body.
+	req, err := http.NewRequest("POST", e.srv.URL+apr+"/approve", io.MultiReader(strings.NewReader(" \r\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+approver)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("approve with a chunked body of whitespace: %d", resp.StatusCode)
+	}
+	r = e.get(approver, apr)
 	if r.status != 200 {
 		t.Fatalf("approve: %d %s", r.status, r.body)
 	}
@@ -307,7 +324,7 @@ func TestApprovalDraftShowsReplyToAndHeaders(t *testing.T) {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
 	held := e.sendReq(e.admin, ib, "", `{"to":["ceo@bigcorp.example"],"reply_to":[{"email":"replies@elsewhere.example","name":"Elsewhere"}],`+
-		`"text":"hi","headers":{"x-campaign":"q4","List-Unsubscribe":"<mailto:u@elsewhere.example>"}}`).json(t)
+		`"text":"hi","headers":{"x-campaign":"q4","X-Greeting":"grüß dich","List-Unsubscribe":"<mailto:u@elsewhere.example>"}}`).json(t)
 	var got struct {
 		Draft struct {
 			ReplyTo []map[string]any  `json:"reply_to"`
@@ -320,7 +337,7 @@ func TestApprovalDraftShowsReplyToAndHeaders(t *testing.T) {
 	if len(got.Draft.ReplyTo) != 1 || got.Draft.ReplyTo[0]["email"] != "replies@elsewhere.example" || got.Draft.ReplyTo[0]["name"] != "Elsewhere" {
 		t.Errorf("reply_to = %v", got.Draft.ReplyTo)
 	}
-	want := map[string]string{"X-Campaign": "q4", "List-Unsubscribe": "<mailto:u@elsewhere.example>"}
+	want := map[string]string{"X-Campaign": "q4", "X-Greeting": "grüß dich", "List-Unsubscribe": "<mailto:u@elsewhere.example>"} // decoded, as a reader shows it
 	if !maps.Equal(got.Draft.Headers, want) {
 		t.Errorf("headers = %v, want %v", got.Draft.Headers, want)
 	}

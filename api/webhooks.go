@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -135,21 +133,6 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, webhookWithSecretJSON{webhookObject(ep), secret})
-}
-
-// optionalDecoder is the decoder of a body that may be left out: an empty
-// body, or one of nothing but whitespace, leaves the value as it is.
-func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Decoder {
-	return func(v any) error {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-		if err != nil {
-			return decodeError(err, nil)
-		}
-		if len(bytes.TrimSpace(body)) == 0 {
-			return nil
-		}
-		return decodeStrict(body, v)
-	}
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {

@@ -42,13 +42,17 @@ func (a *App) Approval(ctx context.Context, c Caller, inboxID, approvalID string
 }
 
 // Approve releases a pending approval: the exact draft is queued as it
-// was when it was held. It takes no input.
-func (a *App) Approve(ctx context.Context, c Caller, inboxID, approvalID string) (store.Approval, error) {
+// was when it was held. It takes no input: decode must find none, or {}.
+func (a *App) Approve(ctx context.Context, c Caller, inboxID, approvalID string, decode Decoder) (store.Approval, error) {
 	if err := c.Need("approvals:write"); err != nil {
 		return store.Approval{}, err
 	}
 	ib, err := a.GrantedInbox(ctx, c, inboxID)
 	if err != nil {
+		return store.Approval{}, err
+	}
+	var none struct{} // approve takes no input (SPEC §7): anything but {} is refused, not ignored
+	if err := decode(&none); err != nil {
 		return store.Approval{}, err
 	}
 	return a.decide(ctx, c, ib.ID, approvalID, true, "")

@@ -55,7 +55,7 @@ func TestApproveReplyToAPrunedMessage(t *testing.T) {
 	if _, err := e.db.GetMessage(e.ctx, ib, parent.MessageID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the parent after pruning: %v", err)
 	}
-	ap, err := e.app.Approve(e.ctx, e.caller(nil, "approvals:write"), ib, res.ApprovalID)
+	ap, err := e.app.Approve(e.ctx, e.caller(nil, "approvals:write"), ib, res.ApprovalID, input("{}"))
 	if err != nil || ap.Status != "approved" || ap.MessageID == nil {
 		t.Fatalf("approve: %+v, %v", ap, err)
 	}
@@ -82,7 +82,7 @@ func TestApprovalOperationsNeedTheirScope(t *testing.T) {
 			return err
 		}},
 		{"get", "approvals:read", func() error { _, err := e.app.Approval(e.ctx, writer, ib, apr); return err }},
-		{"approve", "approvals:write", func() error { _, err := e.app.Approve(e.ctx, agent, ib, apr); return err }},
+		{"approve", "approvals:write", func() error { _, err := e.app.Approve(e.ctx, agent, ib, apr, untouched(t)); return err }},
 		{"reject", "approvals:write", func() error { _, err := e.app.Reject(e.ctx, agent, ib, apr, untouched(t)); return err }},
 	} {
 		err := c.op()
@@ -116,7 +116,7 @@ func TestApprovalOutsideTheGrantIsNotFound(t *testing.T) {
 		}
 		_, err := e.app.Approval(e.ctx, c, at.inbox, at.approval)
 		notFound("get", err)
-		_, err = e.app.Approve(e.ctx, c, at.inbox, at.approval)
+		_, err = e.app.Approve(e.ctx, c, at.inbox, at.approval, input("{}"))
 		notFound("approve", err)
 		if at.inbox != mine.ID { // within the grant the input comes before the approval
 			_, err = e.app.Reject(e.ctx, c, at.inbox, at.approval, untouched(t))
@@ -140,7 +140,7 @@ func TestDecideOnce(t *testing.T) {
 	approved, rejected, bare := e.held(ib, "one"), e.held(ib, "two"), e.held(ib, "three")
 	c := Caller{Key: store.Key{ID: "key_approver", ProjectID: e.boot.ProjectID, Scopes: []string{"approvals:write"}}}
 
-	ap, err := e.app.Approve(e.ctx, c, ib, approved)
+	ap, err := e.app.Approve(e.ctx, c, ib, approved, input("{}"))
 	if err != nil || ap.Status != "approved" || ap.MessageID == nil || ap.DecidedBy == nil || *ap.DecidedBy != c.ID || ap.Reason != nil {
 		t.Fatalf("approve: %+v, %v", ap, err)
 	}
@@ -160,7 +160,7 @@ func TestDecideOnce(t *testing.T) {
 	}
 	for _, id := range []string{approved, rejected} {
 		for name, op := range map[string]func() error{
-			"approve": func() error { _, err := e.app.Approve(e.ctx, c, ib, id); return err },
+			"approve": func() error { _, err := e.app.Approve(e.ctx, c, ib, id, input("{}")); return err },
 			"reject":  func() error { _, err := e.app.Reject(e.ctx, c, ib, id, input(`{}`)); return err },
 		} {
 			err := op()

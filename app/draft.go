@@ -11,8 +11,9 @@ type Draft struct {
 	To, Cc, Bcc []store.Address
 	ReplyTo     []store.Address
 	Subject     string
-	// Headers are the headers a send's "headers" set, as they will be
-	// sent, in the order of the message.
+	// Headers are the headers a send's "headers" set, in the order of
+	// the message, as a mail reader will show them (RFC 2047 words
+	// decoded; /raw has them as sent).
 	Headers     []message.Field
 	Text, HTML  *string // nil when the draft has no such part
 	Attachments []message.Attachment

@@ -86,6 +86,12 @@ func settableHeader(k string) bool {
 	return strings.HasPrefix(strings.ToLower(k), "x-") || slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) })
 }
 
+// structuredHeader reports a settable header whose value has a syntax of
+// its own, where RFC 2047 words cannot stand: all but X-* and Keywords.
+func structuredHeader(k string) bool {
+	return !strings.HasPrefix(strings.ToLower(k), "x-") && !strings.EqualFold(k, "Keywords")
+}
+
 // errMessageTooLarge is a composed send above the size limit.
 var errMessageTooLarge = &Error{Code: EPayloadTooLarge, Message: "Request body is too large."}
 
@@ -270,6 +276,9 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		}
 		if hasControl(v) {
 			return store.Outgoing{}, false, invalid("headers."+k, "header values must not contain control characters (line breaks, NUL, …); only tab is allowed")
+		}
+		if structuredHeader(k) && strings.ContainsFunc(v, func(r rune) bool { return r >= 0x80 }) {
+			return store.Outgoing{}, false, invalid("headers."+k, "%s must be ASCII (percent-encode a URI beyond ASCII)", k)
 		}
 	}
 	for i, at := range in.Attachments {

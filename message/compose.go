@@ -16,6 +16,22 @@ import (
 	gomail "github.com/emersion/go-message/mail"
 )
 
+// encodeField is a custom header's value with RFC 2047 words where it
+// goes beyond ASCII (values already ASCII are left as they are): the
+// whole of an unstructured (X-*) value, and each phrase of Keywords'
+// comma-separated list. The other headers a send may set are structured
+// and must be ASCII already.
+func encodeField(name, value string) string {
+	if !strings.EqualFold(name, "Keywords") {
+		return mime.QEncoding.Encode("utf-8", value)
+	}
+	phrases := strings.Split(value, ",")
+	for i, p := range phrases {
+		phrases[i] = mime.QEncoding.Encode("utf-8", strings.TrimSpace(p))
+	}
+	return strings.Join(phrases, ", ")
+}
+
 // File is an attachment to compose.
 type File struct {
 	Filename    string
@@ -79,8 +95,9 @@ func Compose(d Draft) ([]byte, error) {
 		h.SetMsgIDList("References", d.References)
 	}
 	h.Set("MIME-Version", "1.0")
-	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
-		h.SetText(k, d.Headers[k]) // RFC 2047 words when a value is not ASCII
+	// Fields are added at the top: in reverse, they read in sorted order.
+	for _, k := range slices.Backward(slices.Sorted(maps.Keys(d.Headers))) {
+		h.Set(k, encodeField(k, d.Headers[k]))
 	}
 
 	var buf bytes.Buffer

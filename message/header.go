@@ -687,7 +687,8 @@ func contentID(v string) string {
 	return strings.TrimSpace(fixUTF8(v))
 }
 
-// Field is one header field, its value unfolded.
+// Field is one header field, its value unfolded and its RFC 2047 words
+// decoded, as a mail reader shows it.
 type Field struct{ Name, Value string }
 
 // Fields returns the top-level header fields of raw whose name keep
@@ -697,7 +698,7 @@ func Fields(raw []byte, keep func(name string) bool) []Field {
 	out := []Field{}
 	for f := h.Fields(); f.Next(); {
 		if keep(f.Key()) {
-			out = append(out, Field{Name: f.Key(), Value: f.Value()})
+			out = append(out, Field{Name: f.Key(), Value: decodeText(f.Value())})
 		}
 	}
 	return out
