@@ -1,6 +1,8 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/inboxd/inboxd/message"
 	"github.com/inboxd/inboxd/store"
 )
@@ -12,8 +14,8 @@ type Draft struct {
 	ReplyTo     []store.Address
 	Subject     string
 	// Headers are the headers a send's "headers" set, in the order of
-	// the message, as a mail reader will show them (RFC 2047 words
-	// decoded; /raw has them as sent).
+	// the message; X-* and Keywords as a mail reader will show them (RFC
+	// 2047 words decoded, on one line; /raw has them as sent).
 	Headers     []message.Field
 	Text, HTML  *string // nil when the draft has no such part
 	Attachments []message.Attachment
@@ -25,6 +27,17 @@ func DraftOf(ap store.Approval) Draft {
 	p := message.Parse(ap.Raw)
 	d := Draft{To: draftAddresses(p.To), Cc: draftAddresses(p.Cc), Bcc: draftAddresses(ap.Bcc), ReplyTo: draftAddresses(p.ReplyTo),
 		Subject: p.Subject, Headers: message.Fields(ap.Raw, settableHeader), Attachments: p.Attachments}
+	for i, f := range d.Headers {
+		if !structuredHeader(f.Name) {
+			// On one line: a decoded word may hold a line break.
+			d.Headers[i].Value = strings.Map(func(r rune) rune {
+				if r < ' ' && r != '\t' || r == 0x7f {
+					return ' '
+				}
+				return r
+			}, message.DecodeText(f.Value))
+		}
+	}
 	if p.HasText {
 		d.Text = &p.Text
 	}

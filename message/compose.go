@@ -17,17 +17,22 @@ import (
 )
 
 // encodeField is a custom header's value with RFC 2047 words where it
-// goes beyond ASCII (values already ASCII are left as they are): the
-// whole of an unstructured (X-*) value, and each phrase of Keywords'
-// comma-separated list. The other headers a send may set are structured
-// and must be ASCII already.
+// goes beyond ASCII (a value that is ASCII is left as it is): the whole
+// of an unstructured (X-*) value, and each phrase of Keywords'
+// comma-separated list beyond ASCII, in base64 (a Q word in a phrase may
+// not hold the specials it would leave plain). The other headers a send
+// may set are structured and must be ASCII already.
 func encodeField(name, value string) string {
-	if !strings.EqualFold(name, "Keywords") {
+	ascii := func(s string) bool { return !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) }
+	if !strings.EqualFold(name, "Keywords") || ascii(value) {
 		return mime.QEncoding.Encode("utf-8", value)
 	}
 	phrases := strings.Split(value, ",")
 	for i, p := range phrases {
-		phrases[i] = mime.QEncoding.Encode("utf-8", strings.TrimSpace(p))
+		if p = strings.TrimSpace(p); !ascii(p) {
+			p = mime.BEncoding.Encode("utf-8", p)
+		}
+		phrases[i] = p
 	}
 	return strings.Join(phrases, ", ")
 }

@@ -212,6 +212,10 @@ func idValues(h textproto.Header, key string) []string {
 	return out
 }
 
+// DecodeText decodes an unstructured header value (Subject, X-*): RFC
+// 6532 raw UTF-8 and RFC 2047 encoded-words.
+func DecodeText(v string) string { return decodeText(v) }
+
 // decodeText decodes an unstructured header value: RFC 6532 raw UTF-8 and
 // RFC 2047 encoded-words.
 func decodeText(v string) string {
@@ -687,8 +691,7 @@ func contentID(v string) string {
 	return strings.TrimSpace(fixUTF8(v))
 }
 
-// Field is one header field, its value unfolded and its RFC 2047 words
-// decoded, as a mail reader shows it.
+// Field is one header field, its value unfolded.
 type Field struct{ Name, Value string }
 
 // Fields returns the top-level header fields of raw whose name keep
@@ -698,7 +701,7 @@ func Fields(raw []byte, keep func(name string) bool) []Field {
 	out := []Field{}
 	for f := h.Fields(); f.Next(); {
 		if keep(f.Key()) {
-			out = append(out, Field{Name: f.Key(), Value: decodeText(f.Value())})
+			out = append(out, Field{Name: f.Key(), Value: f.Value()})
 		}
 	}
 	return out

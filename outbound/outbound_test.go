@@ -367,13 +367,33 @@ func TestRelayBounce(t *testing.T) {
 // nothing, the recipients bounced with the reason. A domain beyond ASCII
 // alone needs nothing: RCPT TO names its A-label.
 func TestRelayNonASCIIAddress(t *testing.T) {
-	r := startRelay(t)
+	// Its To: header is beyond ASCII still: SMTPUTF8 is asked for where
+	// it is offered, and the message goes as it is where it is not.
+	for _, offered := range []bool{false, true} {
+		r := startRelay(t, func(s *gosmtp.Server) { s.EnableSMTPUTF8 = offered })
+		e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
+		res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "anna@münchen.example"}}, Subject: subject("hi"), Text: "x"})
+		e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+		r.mu.Lock()
+		if len(r.got) != 1 || !slices.Equal(r.got[0].rcpts, []string{"anna@xn--mnchen-3ya.example"}) || r.got[0].utf8 != offered {
+			t.Errorf("relayed %d messages, want one to anna@xn--mnchen-3ya.example, with SMTPUTF8 %v", len(r.got), offered)
+		}
+		r.mu.Unlock()
+	}
+
+	// An inbox named beyond ASCII sends as it is named: inbound mail finds
+	// it by that name, not by an A-label.
+	r := startRelay(t, func(s *gosmtp.Server) { s.EnableSMTPUTF8 = true })
 	e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
-	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "anna@münchen.example"}}, Subject: subject("hi"), Text: "x"})
-	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	news, err := e.db.CreateInbox(context.Background(), e.boot.ProjectID, store.NewInbox{Address: "news@bücher.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.sendFrom(t, news.ID, app.SendInput{To: []app.AddressInput{{Email: "ok@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, news.ID, res.MessageID, store.StatusSent)
 	r.mu.Lock()
-	if len(r.got) != 1 || !slices.Equal(r.got[0].rcpts, []string{"anna@xn--mnchen-3ya.example"}) {
-		t.Errorf("relayed %d messages, want one to anna@xn--mnchen-3ya.example", len(r.got))
+	if len(r.got) != 1 || r.got[0].from != "news@bücher.example" || !r.got[0].utf8 {
+		t.Errorf("relayed %d messages, want one from news@bücher.example with SMTPUTF8", len(r.got))
 	}
 	r.mu.Unlock()
 

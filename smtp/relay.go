@@ -202,7 +202,9 @@ func (c *cutter) seal() {
 // must not be cut (cutter).
 func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal func()) ([]store.RelayReply, string, error) {
 	results := make([]store.RelayReply, len(rcpts))
-	from, envelope := envelopeAddr(from), make([]string, len(rcpts))
+	// The sender stays as the inbox is named, in From: too: inbound mail
+	// finds an inbox by that name, and a bounce to its A-label would not.
+	envelope := make([]string, len(rcpts))
 	for i, r := range rcpts {
 		envelope[i] = envelopeAddr(r)
 	}
@@ -263,9 +265,9 @@ func transact(c *gosmtp.Client, from string, rcpts []string, raw []byte, seal fu
 	return results, resp.StatusText, nil
 }
 
-// envelopeAddr is addr as MAIL FROM or RCPT TO carries it: with an ASCII
-// local part, a domain beyond ASCII goes as its A-label (RFC 5891), so
-// that only a local part beyond ASCII needs SMTPUTF8.
+// envelopeAddr is a recipient as RCPT TO carries it: with an ASCII local
+// part, a domain beyond ASCII goes as its A-label (RFC 5891), so that
+// only a local part beyond ASCII needs SMTPUTF8.
 func envelopeAddr(addr string) string {
 	i := strings.LastIndexByte(addr, '@')
 	if i < 0 || isASCII(addr) || !isASCII(addr[:i]) {
