@@ -275,7 +275,7 @@ func TestApprovalGate(t *testing.T) {
 	if e.outboundCount(ib) != before+1 {
 		t.Fatal("approval queued nothing")
 	}
-	if r := e.do(approver, "POST", apr+"/approve", ""); r.status != 409 {
+	if r := e.do(approver, "POST", apr+"/approve", "{}"); r.status != 409 { // {} is no body: the decision is what is refused
 		t.Fatalf("second decision: %d", r.status)
 	}
 	// The exact drafted bytes went out.

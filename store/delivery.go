@@ -114,65 +114,12 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 	if err != nil {
 		return nil, err
 	}
-	// Most rounds of the worker find no relay delivery due: the read pool
-	// says so without taking the writer. A message has at most
-	// --max-recipients deliveries, so a few hundred rows name enough
-	// messages, unless domains at their limit hold the front of the
-	// queue: then a larger window is read.
-	st, err := db.readStmt(ctx, sqlDueRelay)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
 	// One now for the read and the claim: the claim takes no recipient
 	// that fell due after the read.
 	now := db.now()
-	var ids []string
-	for _, window := range []int{100 * c.Messages, perDomainWindow} {
-		rows, err := st.QueryContext(ctx, ms(now), busyJSON, window)
-		dues, err := scanAll(rows, err, "claim deliveries", scanDue)
-		if err != nil {
-			return nil, err
-		}
-		var candidates []string // in the order they fell due
-		domains := map[string][]string{}
-		for _, d := range dues {
-			if _, ok := domains[d.message]; !ok {
-				candidates = append(candidates, d.message)
-			}
-			d.addTo(domains)
-		}
-		if c.PerDomain <= 0 {
-			ids = candidates[:min(c.Messages, len(candidates))]
-			break
-		}
-		// A message's due recipients may run past the window (each retry
-		// has its own jitter): a message picked is judged again with all
-		// of them, until the messages picked are all known whole.
-		whole := map[string]bool{}
-		for {
-			ids = pickByDomain(candidates, domains, c.Messages, c.PerDomain, c.InFlight)
-			var partial []string
-			for _, id := range ids {
-				if !whole[id] {
-					partial = append(partial, id)
-				}
-			}
-			if len(partial) == 0 {
-				break
-			}
-			if err := db.dueDomains(ctx, now, partial, domains); err != nil {
-				return nil, err
-			}
-			for _, id := range partial {
-				whole[id] = true
-			}
-		}
-		if len(ids) == c.Messages || len(dues) < window || window >= perDomainWindow {
-			break
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
+	ids, err := db.chooseClaims(ctx, now, busyJSON, c)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	order := map[string]int{} // the messages to claim, in the order chosen
 	for i, id := range ids {
@@ -217,6 +164,60 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryClaim, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// chooseClaims chooses the messages a claim takes: those that fell due
+// first, or with c.PerDomain, those pickByDomain prefers, judged by all
+// their due recipients. Most rounds of the worker find nothing due: the
+// read pool says so without taking the writer. A message has at most
+// --max-recipients deliveries, so a few hundred rows name enough
+// messages, unless domains at their limit hold the front of the queue:
+// then perDomainWindow rows are read.
+func (db *DB) chooseClaims(ctx context.Context, now time.Time, busyJSON []byte, c Claim) ([]string, error) {
+	st, err := db.readStmt(ctx, sqlDueRelay)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	var ids []string
+	for _, window := range []int{100 * c.Messages, perDomainWindow} {
+		rows, err := st.QueryContext(ctx, ms(now), busyJSON, window)
+		dues, err := scanAll(rows, err, "claim deliveries", scanDue)
+		if err != nil {
+			return nil, err
+		}
+		var candidates []string // in the order they fell due
+		domains := map[string][]string{}
+		for _, d := range dues {
+			if _, ok := domains[d.message]; !ok {
+				candidates = append(candidates, d.message)
+			}
+			d.addTo(domains)
+		}
+		if c.PerDomain <= 0 {
+			return candidates[:min(c.Messages, len(candidates))], nil
+		}
+		// A message's due recipients may run past the window (each retry
+		// has its own jitter): a message picked is judged again with all
+		// of them, until the messages picked are all known whole.
+		whole := map[string]bool{}
+		for {
+			ids = pickByDomain(candidates, domains, c.Messages, c.PerDomain, c.InFlight)
+			partial := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return whole[id] })
+			if len(partial) == 0 {
+				break
+			}
+			if err := db.dueDomains(ctx, now, partial, domains); err != nil {
+				return nil, err
+			}
+			for _, id := range partial {
+				whole[id] = true
+			}
+		}
+		if len(ids) == c.Messages || len(dues) < window || window >= perDomainWindow {
+			break
+		}
+	}
+	return ids, nil
 }
 
 // dueDomains sets domains[id], for each message of ids, to the domains
@@ -357,11 +358,7 @@ const interruptedAttempt = "the attempt was interrupted: inboxd stopped before t
 
 // NextDeliveryAt returns when the earliest waiting delivery is due.
 func (db *DB) NextDeliveryAt(ctx context.Context) (time.Time, bool, error) {
-	var next sql.NullInt64
-	if err := db.readRow(ctx, `SELECT min(next_attempt_at) FROM deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&next); err != nil {
-		return time.Time{}, false, fmt.Errorf("next delivery: %w", err)
-	}
-	return fromMS(next.Int64), next.Valid, nil
+	return db.NextDeliveryAfter(ctx, time.Time{})
 }
 
 // NextDeliveryAfter is when the first attempt due after t is due, if any.
