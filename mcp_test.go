@@ -448,9 +448,15 @@ func TestMCPBadInput(t *testing.T) {
 		want string
 	}{
 		{"list_threads", map[string]any{"inbox_id": inbox, "colour": "red"}, `Error (invalid_request, argument colour): Unknown argument "colour"; this tool takes cursor, inbox_id, limit, q.`},
-		{"list_threads", map[string]any{"inbox_id": inbox, "limit": "ten"}, `Error (invalid_request, argument limit): limit must be an integer, not string.`},
-		{"list_threads", map[string]any{"inbox_id": inbox, "limit": 2.5}, `Error (invalid_request, argument limit): limit must be an integer, not number 2.5.`},
-		{"list_threads", map[string]any{"inbox_id": 7}, `Error (invalid_request, argument inbox_id): inbox_id must be a string, not number.`},
+		{"list_threads", map[string]any{"inbox_id": inbox, "limit": "ten"}, `Error (invalid_request, argument limit): Field "limit" must be an integer, not string.`},
+		{"list_threads", map[string]any{"inbox_id": inbox, "limit": 2.5}, `Error (invalid_request, argument limit): Field "limit" must be an integer, not number 2.5.`},
+		{"list_threads", map[string]any{"inbox_id": 7}, `Error (invalid_request, argument inbox_id): Field "inbox_id" must be a string, not number.`},
+		// A value inside a list or an object is named by its full path,
+		// as the REST routes name it.
+		{"send_message", map[string]any{"inbox_id": inbox, "to": []any{"a@example.com", 5}, "text": "x"},
+			`Error (invalid_request, argument to[1]): Field "to[1]" takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not a number.`},
+		{"send_message", map[string]any{"inbox_id": inbox, "to": []string{"a@example.com"}, "text": "x", "headers": map[string]any{"X-A": "1", "X-B": 2}},
+			`Error (invalid_request, argument headers.X-B): Field "headers.X-B" must be a string, not number.`},
 		{"list_threads", map[string]any{}, `Error (invalid_request, argument inbox_id): inbox_id is required.`},
 		{"list_threads", map[string]any{"inbox_id": inbox, "limit": 0}, `Error (invalid_request, argument limit): limit must be an integer from 1 to 100.`},
 		{"list_threads", map[string]any{"inbox_id": inbox, "limit": 101}, `Error (invalid_request, argument limit): limit must be an integer from 1 to 100.`},
@@ -466,7 +472,7 @@ func TestMCPBadInput(t *testing.T) {
 		// As the REST send route: unknown fields inside an argument, and an
 		// empty key, are refused (nothing is sent).
 		{"send_message", map[string]any{"inbox_id": inbox, "to": []string{"a@example.com"}, "text": "x",
-			"attachments": []map[string]any{{"filename": "a", "content_base64": "aGk=", "disposition": "inline"}}}, `Error (invalid_request, argument disposition): Unknown field "disposition".`},
+			"attachments": []map[string]any{{"filename": "a", "content_base64": "aGk=", "disposition": "inline"}}}, `Error (invalid_request, argument attachments[0].disposition): Unknown field "attachments[0].disposition".`},
 		{"send_message", map[string]any{"inbox_id": inbox, "to": []string{"a@example.com"}, "text": "x", "idempotency_key": ""},
 			`Error (invalid_request, argument idempotency_key): idempotency_key must be 1–256 characters of A-Z a-z 0-9 - . _ ~ :`},
 	} {
@@ -1346,7 +1352,7 @@ func TestMCPSend(t *testing.T) {
 		{map[string]any{"inbox_id": inbox, "subject": "nobody"}, "Error (invalid_request, argument to): to: at least one recipient (to, cc or bcc) is required."},
 		{map[string]any{"inbox_id": inbox, "to": []any{"not an address"}}, `Error (invalid_request, argument to[0].email): to[0].email: "not an address" is not a valid email address.`},
 		{map[string]any{"inbox_id": inbox, "to": []any{"a@example.com"}, "headers": map[string]any{"From": "ceo@example.com"}}, "argument headers.From"},
-		{map[string]any{"inbox_id": inbox, "to": "a@example.com"}, "Error (invalid_request, argument to): to must be a list, not string."},
+		{map[string]any{"inbox_id": inbox, "to": "a@example.com"}, "Error (invalid_request, argument to): Field \"to\" must be a list, not string."},
 		{map[string]any{"inbox_id": inbox, "to": []any{"a@example.com"}, "idempotency_key": "spaces are not allowed"}, "argument idempotency_key"},
 		{map[string]any{"inbox_id": other.ID, "to": []any{"a@example.com"}}, "Error (not_found): Resource not found."},
 	} {

@@ -127,6 +127,11 @@ func TestKeysAPI(t *testing.T) {
 	if r.status != 400 {
 		t.Errorf("unknown scope: %d %s", r.status, r.body)
 	}
+	// A key made without a name has a null one, as every empty value.
+	r = e.do(e.admin, "POST", e.path("/keys"), `{"scopes":["messages:read"]}`)
+	if name, ok := r.json(t)["name"]; r.status != 201 || !ok || name != nil {
+		t.Errorf("a key without a name: %d %s", r.status, r.body)
+	}
 }
 
 // A key's last_used_at is the time of its last use, kept to the minute.
@@ -193,6 +198,9 @@ func TestErrorsAreEnveloped(t *testing.T) {
 		{"limit 0", "GET", e.path("/inboxes/%s/threads?limit=0", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
 		{"limit 101", "GET", e.path("/inboxes/%s/threads?limit=101", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
 		{"limit abc", "GET", e.path("/inboxes/%s/messages?limit=abc", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
+		{"limit +5", "GET", e.path("/inboxes/%s/messages?limit=%%2B5", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
+		{"limit twice", "GET", e.path("/inboxes/%s/threads?limit=5&limit=6", e.boot.Inbox.ID), "", 400, "invalid_request", "limit"},
+		{"a body that is not an object", "POST", e.path("/inboxes"), `[]`, 400, "invalid_request", ""},
 		{"unbalanced q", "GET", e.path("/inboxes/%s/messages?q=%%22open", e.boot.Inbox.ID), "", 400, "invalid_request", "q"},
 		{"q not utf-8", "GET", e.path("/inboxes/%s/threads?q=%%E6%%9D%%B1%%FF", e.boot.Inbox.ID), "", 400, "invalid_request", "q"},
 		{"wait 61", "GET", e.path("/inboxes/%s/threads/thd_x/messages?wait=61", e.boot.Inbox.ID), "", 404, "not_found", ""},

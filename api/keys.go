@@ -44,7 +44,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 
 type keyJSON struct {
 	ID          string   `json:"id"`
-	Name        string   `json:"name"`
+	Name        *string  `json:"name"`
 	Scopes      []string `json:"scopes"`
 	InboxIDs    []string `json:"inbox_ids"`
 	TokenPrefix string   `json:"token_prefix"`
@@ -54,7 +54,7 @@ type keyJSON struct {
 
 func keyObject(k app.Key) keyJSON {
 	return keyJSON{
-		ID: k.ID, Name: k.Name, Scopes: emptyIfNil(k.Scopes), InboxIDs: k.InboxIDs, TokenPrefix: k.TokenPrefix,
+		ID: k.ID, Name: strOrNull(k.Name), Scopes: emptyIfNil(k.Scopes), InboxIDs: k.InboxIDs, TokenPrefix: k.TokenPrefix,
 		CreatedAt: timeJSON(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt),
 	}
 }

@@ -2,26 +2,25 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/inboxd/inboxd/app"
 )
 
-// decodeJSON reads a JSON body strictly (decodeStrict), at most maxBody
+// decodeJSON reads a JSON body strictly (app.DecodeJSON), at most maxBody
 // bytes of it.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
-		return decodeError(err, nil)
+		return readError(err)
 	}
-	return decodeStrict(b, v)
+	return app.DecodeJSON(b, v)
 }
 
 // decoder is an operation's input: the request body, read by decodeJSON
@@ -37,93 +36,43 @@ func (s *Server) optionalDecoder(w http.ResponseWriter, r *http.Request) app.Dec
 	return func(v any) error {
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 		if err != nil {
-			return decodeError(err, nil)
+			return readError(err)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			return nil
 		}
-		return decodeStrict(b, v)
+		return app.DecodeJSON(b, v)
 	}
 }
 
-// decodeStrict is the one way a request body becomes a value: unknown
-// fields, wrong types and anything but whitespace after the JSON value
-// are client errors that name the problem and where it is.
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err, func(field string, unknown bool) string { return errorPath(b, reflect.TypeOf(v), field, unknown) })
-	}
-	// Token, not More: More reports false for a stray } or ], which
-	// would let `{…}}` through.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return app.Invalidf("", "Request body must hold a single JSON value, with nothing after it.")
-	}
-	return nil
-}
-
-// decodeError turns an error reading or decoding a JSON body into a 400
-// that names the field (or a 413 for an oversized body). path, when
-// there is a body to look into, finds the field's full path:
-// encoding/json names a field without its list index or map key.
-func decodeError(err error, path func(field string, unknown bool) string) error {
-	if err == nil {
-		return nil
-	}
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+// readError is an error reading a request body as the client's error: a
+// 413 for an oversized body, a timeout for one that trickled.
+func readError(err error) error {
 	var tooLarge *http.MaxBytesError
-	field := func(named string, unknown bool) string {
-		if path != nil {
-			if p := path(named, unknown); p != "" {
-				return p
-			}
-		}
-		return named
-	}
 	switch {
+	case err == nil:
+		return nil
 	case errors.As(err, &tooLarge):
 		return errTooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errBodyTimeout
-	case errors.As(err, &syntax):
-		return app.Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
-	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[app.AddressInput]():
-		f := field(typ.Field, false)
-		return app.Invalidf(f, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, f, typ.Value)
-	case errors.As(err, &typ):
-		f := field(typ.Field, false)
-		return app.Invalidf(f, "Field %q must be %s, not %s.", f, jsonType(typ.Type.Kind().String()), typ.Value)
-	case errors.Is(err, io.EOF):
-		return app.Invalidf("", "Request body must be a JSON object.")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return app.Invalidf("", "Malformed JSON: unexpected end of body.")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f := field(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), true)
-		return app.Invalidf(f, "Unknown field %q.", f)
 	}
-	return app.Invalidf("", "Malformed JSON: %s.", err.Error())
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "slice", "array":
-		return "a list"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "bool":
-		return "true or false"
-	}
-	return "a number"
+	return app.Invalidf("", "The request body could not be read: %s.", err.Error())
 }
 
 // pageParams reads a list's ?limit= and ?cursor=, for app to check.
 func pageParams(r *http.Request) app.PageParams {
 	q := r.URL.Query()
-	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
+	return app.PageParams{Limit: param(q, "limit"), Cursor: param(q, "cursor")}
+}
+
+// param is the value of one of the query's integer or cursor parameters.
+// One given twice is its values joined with commas, which none of them
+// takes, so that it is refused (SPEC §5.2) rather than one of them picked.
+func param(q url.Values, name string) string {
+	return strings.Join(q[name], ",")
 }
 
 // bodyDeadline bounds the time a request body takes to arrive, so a body

@@ -18,7 +18,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	read := func() ([]byte, error) {
 		if body == nil && readErr == nil {
 			body, readErr = io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxSendBody))
-			readErr = decodeError(readErr, nil)
+			readErr = readError(readErr)
 		}
 		return body, readErr
 	}
@@ -34,7 +34,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		return decodeStrict(b, v)
+		return app.DecodeJSON(b, v)
 	})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -24,11 +23,11 @@ func (p PageParams) Size(def int) (int, error) {
 	if p.Limit == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(p.Limit)
-	if err != nil || n < 1 || n > 100 {
+	n, ok := decimal(p.Limit)
+	if !ok || n < 1 || n > 100 {
 		return 0, Invalidf("limit", "limit must be an integer from 1 to 100.")
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // Page is one page of a list: its rows, whether more follow (exactly:

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/inboxd/inboxd/store"
@@ -29,8 +30,8 @@ func waitOf(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > int(maxWait/time.Second) {
+	n, ok := decimal(v)
+	if !ok || n > int64(maxWait/time.Second) {
 		return 0, Invalidf("wait", "wait must be an integer number of seconds from 0 to 60.")
 	}
 	return time.Duration(n) * time.Second, nil
@@ -41,9 +42,19 @@ func nonNegative(name, v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
+	n, ok := decimal(v)
+	if !ok {
 		return 0, Invalidf(name, "%s must be a non-negative integer.", name)
 	}
 	return n, nil
+}
+
+// decimal is v as a parameter's integer: decimal digits only, so "+5",
+// " 5" and "5.0" are not one (strconv would take the sign).
+func decimal(v string) (int64, bool) {
+	if v == "" || strings.TrimLeft(v, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
 }

@@ -160,8 +160,10 @@ func (s *server) errorResult(tool string, err error) *gomcp.CallToolResult {
 }
 
 // decodeArgs reads a call's arguments into an In, strictly: an argument
-// the tool does not take, one missing that it requires, and one of the
-// wrong type are invalid_request errors that name it.
+// the tool does not take and one missing that it requires are
+// invalid_request errors that name it; a value of the wrong type, or an
+// unknown field inside an argument, is app.DecodeJSON's error, as on the
+// REST routes, which names the value by its full path (to[0]).
 func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
@@ -181,57 +183,8 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 		}
 	}
 	in := new(In)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields() // inside an argument too: an attachment's, say
-	if err := dec.Decode(in); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) {
-			name := argName(schema, typ.Field)
-			return nil, app.Invalidf(name, "%s must be %s, not %s.", name, typeOf(schema, name), typ.Value)
-		}
-		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(field, `"`)
-			return nil, app.Invalidf(field, "Unknown field %q.", field)
-		}
-		return nil, app.Invalidf("", "The arguments could not be read: %v.", err)
+	if err := app.DecodeJSON(raw, in); err != nil {
+		return nil, err
 	}
 	return in, nil
-}
-
-// argName is the argument a decoding error's field path names, without
-// the Go names of embedded structs that encoding/json puts in front.
-func argName(schema *jsonschema.Schema, field string) string {
-	parts := strings.Split(field, ".")
-	for len(parts) > 1 && schema.Properties[parts[0]] == nil {
-		parts = parts[1:]
-	}
-	return strings.Join(parts, ".")
-}
-
-// typeOf names the JSON type the schema wants for a (top-level) argument.
-func typeOf(schema *jsonschema.Schema, field string) string {
-	name, _, _ := strings.Cut(field, ".")
-	p := schema.Properties[name]
-	if p == nil {
-		return "another type"
-	}
-	t := p.Type
-	for _, x := range p.Types {
-		if x != "null" {
-			t = x
-		}
-	}
-	switch t {
-	case "integer":
-		return "an integer"
-	case "array":
-		return "a list"
-	case "object":
-		return "an object"
-	case "boolean":
-		return "true or false"
-	case "":
-		return "another type"
-	}
-	return "a " + t
 }
