@@ -490,6 +490,12 @@ func TestMCPBadInput(t *testing.T) {
 	if got := toolError(t, call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": feed.Messages[0].ID, "offset": -5})); got != "Error (invalid_request, argument offset): offset must be a non-negative integer." {
 		t.Errorf("offset -5: %q", got)
 	}
+	if got := toolError(t, call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": feed.Messages[0].ID, "offset": 1000, "body": "text"})); got != "Error (invalid_request, argument offset): offset 1000 is past the end of the text body (2 characters)." {
+		t.Errorf("offset past the end: %q", got)
+	}
+	if r := call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": feed.Messages[0].ID, "offset": 2, "body": "text"}); r.IsError {
+		t.Errorf("offset at the end: %v", r.Content)
+	}
 	// An unknown tool is the protocol's error, not a crash.
 	if _, err := cs.CallTool(context.Background(), &gomcp.CallToolParams{Name: "delete_everything"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("an unknown tool: %v", err)

@@ -98,6 +98,11 @@ func readChunk(ctx context.Context, b app.BodyParts, form string, offset, jsonRo
 	if err != nil {
 		return chunk{}, false, err
 	}
+	if ok && c.skip > 0 {
+		// Not an empty piece: a caller that passes an offset it made up
+		// learns so, rather than that the body is empty from there.
+		return chunk{}, ok, app.Invalidf("offset", "offset %d is past the end of the %s body (%d characters).", offset, form, offset-c.skip)
+	}
 	if len(c.partial) > 0 && !c.truncated && c.skip == 0 {
 		// A body that ends inside a character: what json.Marshal makes of
 		// it, one replacement character.
