@@ -22,14 +22,11 @@ import (
 // it never overwrites.
 func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fset := flag.NewFlagSet("backup", flag.ContinueOnError)
-	db, _, err := openData(ctx, fset, args, getenv)
+	db, _, err := openData(ctx, fset, args, getenv, "usage: inboxd backup FILE [--data DIR]")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if fset.NArg() != 1 {
-		return errors.New("usage: inboxd backup FILE [--data DIR]")
-	}
 	dst := fset.Arg(0)
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("%s exists; a backup never overwrites a file", dst)

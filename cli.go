@@ -31,11 +31,32 @@ func parseInterleaved(fs *flag.FlagSet, args []string, getenv func(string) strin
 	return fs.Parse(append([]string{"--"}, positional...))
 }
 
-// openData opens the database of --data for a CLI command; it works
-// alongside a running server (WAL, busy timeout).
-func openData(ctx context.Context, fs *flag.FlagSet, args []string, getenv func(string) string) (*store.DB, store.Project, error) {
+// argCount checks that the command line held as many arguments, beside
+// its flags, as the command takes: usage is its usage line when it takes
+// one, "" when it takes none. A word the command does not take is
+// refused, never passed over: `--fsync false` is --fsync and the word
+// "false", and flag stops at such a word, dropping every flag after it.
+func argCount(fs *flag.FlagSet, usage string) error {
+	switch {
+	case usage != "" && fs.NArg() != 1:
+		return errors.New(usage)
+	case usage != "" || fs.NArg() == 0:
+		return nil
+	case fs.Arg(0) == "true" || fs.Arg(0) == "false":
+		return fmt.Errorf("unexpected argument %q: a true/false flag takes its value after =, as --flag=%s (see: inboxd %s --help)", fs.Arg(0), fs.Arg(0), fs.Name())
+	}
+	return fmt.Errorf("unexpected argument %q (see: inboxd %s --help)", fs.Arg(0), fs.Name())
+}
+
+// openData opens the database of --data for a CLI command, once its
+// command line holds what argCount(usage) asks; it works alongside a
+// running server (WAL, busy timeout).
+func openData(ctx context.Context, fs *flag.FlagSet, args []string, getenv func(string) string, usage string) (*store.DB, store.Project, error) {
 	data := fs.String("data", "./inboxd-data", "data directory")
 	if err := parseInterleaved(fs, args, getenv); err != nil {
+		return nil, store.Project{}, err
+	}
+	if err := argCount(fs, usage); err != nil {
 		return nil, store.Project{}, err
 	}
 	if _, err := os.Stat(filepath.Join(*data, "inboxd.db")); err != nil {
@@ -71,13 +92,14 @@ func inboxesCmd(ctx context.Context, args []string, getenv func(string) string, 
 	case "create":
 		name := fs.String("display-name", "", "display name")
 		env := fs.String("environment", "live", "live or test")
-		db, p, err := openData(ctx, fs, args, getenv)
+		const usage = "usage: inboxd inboxes create ADDRESS"
+		db, p, err := openData(ctx, fs, args, getenv, usage)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), "@") {
-			return errors.New("usage: inboxd inboxes create ADDRESS")
+		if !strings.Contains(fs.Arg(0), "@") {
+			return errors.New(usage)
 		}
 		if *env != "live" && *env != "test" {
 			return fmt.Errorf("--environment must be live or test")
@@ -89,7 +111,7 @@ func inboxesCmd(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stdout, "%s\t%s\n", ib.ID, ib.Address)
 		return nil
 	case "list":
-		db, p, err := openData(ctx, fs, args, getenv)
+		db, p, err := openData(ctx, fs, args, getenv, "")
 		if err != nil {
 			return err
 		}
@@ -105,14 +127,11 @@ func inboxesCmd(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return tw.Flush()
 	case "delete":
-		db, p, err := openData(ctx, fs, args, getenv)
+		db, p, err := openData(ctx, fs, args, getenv, "usage: inboxd inboxes delete ID|ADDRESS")
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		if fs.NArg() != 1 {
-			return errors.New("usage: inboxd inboxes delete ID|ADDRESS")
-		}
 		id := fs.Arg(0)
 		if strings.Contains(id, "@") {
 			ib, err := db.InboxByAddress(ctx, id)
@@ -146,7 +165,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		var scopes, inboxes listFlag
 		fs.Var(&scopes, "scopes", "comma-separated scopes, or 'all' or 'read'")
 		fs.Var(&inboxes, "inboxes", "comma-separated inbox ids the key is limited to (default: all)")
-		db, p, err := openData(ctx, fs, args, getenv)
+		db, p, err := openData(ctx, fs, args, getenv, "")
 		if err != nil {
 			return err
 		}
@@ -170,7 +189,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintf(stdout, "%s\t%s\n", k.ID, token)
 		return nil
 	case "list":
-		db, p, err := openData(ctx, fs, args, getenv)
+		db, p, err := openData(ctx, fs, args, getenv, "")
 		if err != nil {
 			return err
 		}
@@ -190,14 +209,11 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		return tw.Flush()
 	case "revoke":
-		db, p, err := openData(ctx, fs, args, getenv)
+		db, p, err := openData(ctx, fs, args, getenv, "usage: inboxd keys revoke KEY_ID")
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		if fs.NArg() != 1 {
-			return errors.New("usage: inboxd keys revoke KEY_ID")
-		}
 		if err := db.RevokeKey(ctx, p.ID, fs.Arg(0)); err != nil {
 			return err
 		}

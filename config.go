@@ -227,7 +227,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := getenv(envName(f.Name)); v != "" && !given[f.Name] && err == nil {
 			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("%s: %w", envName(f.Name), serr)
+				err = fmt.Errorf("invalid value %q for %s: %w", v, envName(f.Name), serr)
 			}
 		}
 	})

@@ -25,6 +25,9 @@ func healthcheckCmd(ctx context.Context, args []string, getenv func(string) stri
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := argCount(fs, ""); err != nil {
+		return err
+	}
 	tc := &tls.Config{ServerName: *serverName, MinVersion: tls.VersionTLS12}
 	if *caFile != "" {
 		var err error

@@ -157,6 +157,10 @@ func TestBadFlagsCreateNothing(t *testing.T) {
 		{"rate limit", []string{"--api-rate-limit", "-3"}, "--api-rate-limit must be 0"},
 		{"body timeout", []string{"--http-body-timeout", "-1s"}, "--http-body-timeout must be 0"},
 		{"shutdown timeout", []string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout must be positive"},
+		// flag stops at the first word that is not a flag, and would drop
+		// the rest: here --hostname and the --accept after the "false".
+		{"a true/false flag given its value apart", []string{"--smtp-auth-insecure", "false", "--hostname", "mx.example.org"}, `unexpected argument "false": a true/false flag takes its value after =, as --flag=false`},
+		{"a stray word", []string{"extra", "--accept", "any"}, `unexpected argument "extra"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "inboxd-data")

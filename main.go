@@ -85,6 +85,9 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	case "help":
 		return help(stdout)
 	case "version":
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected argument %q: inboxd version takes none", args[0])
+		}
 		printVersion(stdout)
 		return nil
 	case "inboxes":
@@ -169,6 +172,9 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return Config{}, nil, err
 	}
+	if err := argCount(fs, ""); err != nil {
+		return Config{}, nil, err
+	}
 	if len(c.ACMEDomains) > 0 {
 		// A CA reaches tls-alpn-01 on port 443, and the greeting should
 		// name the host the certificate is for; what was set wins.
@@ -191,9 +197,34 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	return c, log, nil
 }
 
+// writeAdminKey puts the first start's admin token, the bare token and a
+// newline, at <dir>/admin.key (mode 0600), durably: written beside it,
+// synced, renamed into place and the directory synced, before the
+// bootstrap that made the token commits (store.BootstrapWith).
 func writeAdminKey(dir, token string) error {
 	path := filepath.Join(dir, "admin.key")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+	err := func() error {
+		f, err := os.CreateTemp(dir, ".admin.key.tmp-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name()) // after the rename, nothing is there
+		_, err = f.WriteString(token + "\n")
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err == nil {
+			err = syncFile(dir)
+		}
+		return err
+	}()
+	if err != nil {
 		return fmt.Errorf("write admin key: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,6 +195,48 @@ func TestFirstStartAndRestart(t *testing.T) {
 	}
 }
 
+// The admin token is kept in admin.key before the bootstrap that made it
+// commits: a first start that cannot write the file makes no project, and
+// the next one makes it and shows its key, instead of finding a project
+// whose admin key no one was given.
+func TestFirstStartThatCannotKeepTheAdminKey(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "inboxd-data")
+	blocker := filepath.Join(data, "admin.key")
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil { // a directory where the file goes
+		t.Fatal(err)
+	}
+	c, log, err := serveConfig([]string{"--data", data, "--smtp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if srv, err := newServer(context.Background(), c, log, &out); err == nil || !strings.Contains(err.Error(), "write admin key") {
+		if srv != nil {
+			srv.Close()
+		}
+		t.Fatalf("newServer: %v, want the admin key's write error", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("the failed start printed %q", out.String())
+	}
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, data)
+	key, err := os.ReadFile(blocker)
+	if err != nil || !strings.Contains(s.stdout.String(), strings.TrimSpace(string(key))) {
+		t.Fatalf("the next start: admin.key %q (%v), printed:\n%s", key, err, s.stdout.String())
+	}
+	if entries, _ := os.ReadDir(data); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".admin.key") }) {
+		t.Errorf("a temporary file is left: %v", entries)
+	}
+	s.stop()
+	keys, err := openStore(t, data).ListKeys(context.Background(), s.srv.project)
+	if err != nil || len(keys) != 1 {
+		t.Errorf("keys after the two starts: %+v %v", keys, err)
+	}
+}
+
 func TestHelpListsEveryFlagWithEnv(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"help"}, os.Getenv, &out, io.Discard); err != nil {
@@ -268,6 +311,14 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("revoked key listed: %q", list)
 	}
 	cli("inboxes", "delete", "agent@example.com")
+	// A word a command does not take is refused, before it does anything.
+	for _, args := range [][]string{{"keys", "list", "extra"}, {"inboxes", "list", "x"}, {"keys", "create", "--scopes", "all", "false"}, {"version", "extra"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), append(args, "--data", data), func(string) string { return "" }, &out, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "unexpected argument") || out.Len() != 0 {
+			t.Errorf("%v: %v, printed %q", args, err, out.String())
+		}
+	}
 	if err := sendMail(s.smtp, "a@example.com", []string{"agent@example.com"}, "Subject: hi\r\n\r\nx\r\n"); err == nil {
 		t.Fatal("mail accepted for a deleted inbox")
 	}

@@ -21,6 +21,9 @@ func mcpCmd(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := argCount(fs, ""); err != nil {
+		return err
+	}
 	if *key == "" {
 		return errors.New("inboxd mcp needs an API key: --key KEY or INBOXD_KEY")
 	}

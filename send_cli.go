@@ -33,6 +33,9 @@ func sendCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err := parseInterleaved(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := argCount(fs, ""); err != nil {
+		return err
+	}
 	if len(to)+len(cc) == 0 {
 		return errors.New("usage: inboxd send --to ADDRESS [--subject S] [--text T] [--from INBOX]")
 	}

@@ -242,7 +242,7 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 		return float64(n)
 	}))
 
-	boot, created, err := db.Bootstrap(ctx)
+	boot, created, err := db.BootstrapWith(ctx, func(b store.Bootstrapped) error { return writeAdminKey(c.Data, b.AdminToken) })
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +252,6 @@ func newServer(ctx context.Context, c Config, log *slog.Logger, stdout io.Writer
 	}
 	s.project = project.ID
 	if created {
-		if err := writeAdminKey(c.Data, boot.AdminToken); err != nil {
-			return nil, err
-		}
 		printWelcome(stdout, c.Data, boot, s.SMTPAddr(), s.HTTPURL())
 	}
 

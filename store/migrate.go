@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,8 +166,9 @@ func (db *DB) checkRoomToCopy(parts []migrationPart) error {
 	if !ok || free >= uint64(2*size) {
 		return nil
 	}
-	return fmt.Errorf("not enough disk space to migrate: the migration copies the database's tables and needs about %d MB free beside it, %d MB are free in %s (nothing was changed)",
-		2*size>>20, free>>20, filepath.Dir(db.path))
+	mb := func(n uint64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB" }
+	return fmt.Errorf("not enough disk space to migrate: the migration copies the database's tables and needs about %s free beside it, %s are free in %s (the migration changed nothing)",
+		mb(uint64(2*size)), mb(free), filepath.Dir(db.path))
 }
 
 // runBatched runs a batched statement over every rowid range of its table.

@@ -343,7 +343,7 @@ func TestMigrationNeedsRoomToCopy(t *testing.T) {
 	defer func(f func(string) (uint64, bool)) { diskFree = f }(diskFree)
 	diskFree = func(string) (uint64, bool) { return 1 << 20, true }
 	_, err := Open(ctx, Options{Path: path})
-	if err == nil || !strings.Contains(err.Error(), "not enough disk space to migrate") || !strings.Contains(err.Error(), "1 MB are free") {
+	if err == nil || !strings.Contains(err.Error(), "not enough disk space to migrate") || !strings.Contains(err.Error(), "1.0 MB are free") {
 		t.Fatalf("Open with 1 MB free: %v", err)
 	}
 	old, err := sql.Open("sqlite", path)

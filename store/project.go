@@ -27,6 +27,14 @@ type Bootstrapped struct {
 // the inbox inbox@localhost, all in one transaction, when the database has
 // no project yet. It returns created=false on every later start.
 func (db *DB) Bootstrap(ctx context.Context) (b Bootstrapped, created bool, err error) {
+	return db.BootstrapWith(ctx, nil)
+}
+
+// BootstrapWith is Bootstrap that hands what it creates to keep (when not
+// nil) before it commits: the admin token exists nowhere else, so a keep
+// that cannot put it somewhere durable fails the bootstrap, and the next
+// start makes another instead of finding a project whose key no one has.
+func (db *DB) BootstrapWith(ctx context.Context, keep func(Bootstrapped) error) (b Bootstrapped, created bool, err error) {
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projects`).Scan(&n); err != nil {
@@ -44,8 +52,13 @@ func (db *DB) Bootstrap(ctx context.Context) (b Bootstrapped, created bool, err 
 		if b.AdminKey, b.AdminToken, err = db.insertKey(ctx, tx, b.ProjectID, "admin", AllScopes(), nil); err != nil {
 			return err
 		}
-		b.Inbox, err = db.insertInbox(ctx, tx, b.ProjectID, NewInbox{Address: "inbox@localhost"})
-		return err
+		if b.Inbox, err = db.insertInbox(ctx, tx, b.ProjectID, NewInbox{Address: "inbox@localhost"}); err != nil {
+			return err
+		}
+		if keep != nil {
+			return keep(b)
+		}
+		return nil
 	})
 	if err != nil {
 		return Bootstrapped{}, false, fmt.Errorf("bootstrap: %w", err)
