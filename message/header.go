@@ -364,9 +364,18 @@ func fallbackAddress(item string) Address {
 	// QUIRK: an obsolete source route (RFC 5322 §4.4, "<@a,@b:k@x>"),
 	// which net/mail rejects, is dropped: it is neither address nor name.
 	item = obsRoute.ReplaceAllString(item, "<")
-	loc := emailish.FindStringIndex(item)
-	if loc == nil {
+	// The address is the one in angle brackets, when one is: in
+	// "support@bank.example <x@evil.example>" the first is display text,
+	// and a reply to it would go to someone else (RFC 5322 §3.4).
+	all := emailish.FindAllStringIndex(item, -1)
+	if len(all) == 0 {
 		return Address{Name: cleanName(item)}
+	}
+	loc := all[0]
+	for _, l := range all {
+		if strings.HasSuffix(strings.TrimRight(item[:l[0]], " \t"), "<") && strings.HasPrefix(strings.TrimLeft(item[l[1]:], " \t"), ">") {
+			loc = l
+		}
 	}
 	email := strings.Trim(item[loc[0]:loc[1]], ".")
 	name := item[:loc[0]] + " " + item[loc[1]:]

@@ -158,6 +158,10 @@ func TestAddressFallback(t *testing.T) {
 		{"semicolons between", `"Smith, J" <js@x.example>; other@x.example`, []Address{{"js@x.example", "Smith, J"}, {"other@x.example", ""}}},
 		{"semicolons, no names", `a@x.example;b@y.example; c@z.example`, []Address{{"a@x.example", ""}, {"b@y.example", ""}, {"c@z.example", ""}}},
 		{"spaces between", `a@x.example b@y.example`, []Address{{"a@x.example", ""}, {"b@y.example", ""}}},
+		// The address is the one in angle brackets, not one in the name.
+		{"an address as the name", `support@bank.example <x@evil.example>`, []Address{{"x@evil.example", "support@bank.example"}}},
+		{"a name holding an address", `PayPal service@paypal.example <x@evil.example>, a@x.example <b@y.example>`,
+			[]Address{{"x@evil.example", "PayPal service@paypal.example"}, {"b@y.example", "a@x.example"}}},
 		{"no address at all", `Undisclosed recipients`, []Address{{"", "Undisclosed recipients"}}},
 		{"group", `undisclosed-recipients:;`, []Address{}},
 		{"empty", ``, []Address{}},
