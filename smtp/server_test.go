@@ -191,13 +191,33 @@ func TestReplies(t *testing.T) {
 	}
 	c.Reset()
 
+	// Exactly the limit is taken by DATA too (a dot-stuffed line counts
+	// as its one dot), and one byte more is not.
+	exact := "Subject: edge\r\n\r\n.x\r\n"
+	exact += strings.Repeat("y", 1000-len(exact)-2) + "\r\n"
+	if err := send(c, "a@example.com", []string{"inbox@localhost"}, exact); err != nil {
+		t.Errorf("DATA of exactly the limit: %v", err)
+	}
+	err = send(c, "a@example.com", []string{"inbox@localhost"}, "y"+exact)
+	if code, ec, _ := smtpCode(t, err); code != 552 || ec != (gosmtp.EnhancedCode{5, 3, 4}) {
+		t.Errorf("DATA one byte over the limit: %d %v", code, ec)
+	}
+	c.Reset()
+	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(msgs) != 1 {
+		t.Fatalf("stored %d messages, want the one of exactly the limit", len(msgs))
+	}
+	if raw, err := e.db.Raw(context.Background(), msgs[0].ID); err != nil || !strings.HasSuffix(string(raw), exact) {
+		t.Fatalf("stored %q (%v)", raw, err)
+	}
+
 	// A malformed body is stored, with parse_error.
 	bad := "Content-Type: multipart/mixed; boundary=\"b\"\r\nSubject: broken\r\n\r\n--b\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not base64!!!\r\n"
 	if err := send(c, "a@example.com", []string{"inbox@localhost"}, bad); err != nil {
 		t.Fatalf("malformed body refused: %v", err)
 	}
-	msgs, _ := e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
-	if len(msgs) != 1 || msgs[0].ParseError == nil {
+	msgs, _ = e.db.InboxMessages(context.Background(), e.boot.Inbox.ID)
+	if len(msgs) != 2 || !slices.ContainsFunc(msgs, func(m store.Message) bool { return m.ParseError != nil }) {
 		t.Fatalf("malformed message stored as %+v", msgs)
 	}
 

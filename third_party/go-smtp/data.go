@@ -71,7 +71,17 @@ func newDataReader(c *Conn) *dataReader {
 func (r *dataReader) Read(b []byte) (n int, err error) {
 	if r.limited {
 		if r.n <= 0 {
-			return 0, ErrDataTooLarge
+			// inboxd patch: a message of exactly the limit is not too
+			// large. Only a byte of data past it is; the end marker
+			// (. CR LF after the last line) is not data.
+			var one [1]byte
+			r.limited = false
+			n, err := r.Read(one[:])
+			r.limited = true
+			if n > 0 {
+				return 0, ErrDataTooLarge
+			}
+			return 0, err
 		}
 		if int64(len(b)) > r.n {
 			b = b[0:r.n]
