@@ -200,6 +200,18 @@ func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any
 	return scanAll(rows, err, what, scanMessage)
 }
 
+// sqlThreadAfterDelete is a thread's row once one of its messages is
+// deleted: one fewer, and its preview, direction, time and attachments
+// those of the messages left, so that the deleted one's text does not
+// stay on the thread list. A thread left with none keeps them; it leaves
+// the list.
+const sqlThreadAfterDelete = `UPDATE threads SET message_count = message_count - 1,
+		preview = coalesce((SELECT preview FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1), preview),
+		last_message_direction = coalesce((SELECT direction FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1), last_message_direction),
+		last_message_at = coalesce((SELECT max(created_at) FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL), last_message_at),
+		has_attachments = EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id WHERE m.thread_id = ?1 AND m.deleted_at IS NULL)
+	WHERE id = ?1`
+
 // DeleteMessage soft-deletes a message: it leaves lists and search, its
 // body and raw answer not found, and its thread's count drops.
 func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) error {
@@ -214,7 +226,7 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 		if err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = message_count - 1 WHERE id = ?`, threadID); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlThreadAfterDelete, threadID); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
 		return dropSearchRows(ctx, tx, `m.rowid = ?`, rowid)

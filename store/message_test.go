@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // Clearing an inbox deletes each of its messages as DeleteMessage would,
@@ -67,5 +68,35 @@ func TestDeleteInboxMessages(t *testing.T) {
 	th, err := db.ListThreads(ctx, b.Inbox.ID, Query{}, nil, 100)
 	if err != nil || len(th) != 1 || th[0].MessageCount != 1 {
 		t.Errorf("threads after the reply: %+v %v", th, err)
+	}
+}
+
+// Deleting a thread's latest message takes its preview, direction and
+// time off the thread row: they are the latest message's that is left.
+func TestDeleteMessageUpdatesItsThread(t *testing.T) {
+	db, b := openTest(t)
+	ctx := context.Background()
+	firstAt := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	in := incoming(b.Inbox.ID, "Message-ID: <d1@x>\r\nSubject: s\r\n\r\nroot text\r\n")
+	in.ReceivedAt = firstAt
+	first, err := db.Ingest(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = incoming(b.Inbox.ID, "Message-ID: <d2@x>\r\nIn-Reply-To: <d1@x>\r\nSubject: Re: s\r\n\r\nsecond text\r\n")
+	in.ReceivedAt = firstAt.Add(time.Minute)
+	second, err := db.Ingest(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteMessage(ctx, b.Inbox.ID, second[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	_, th, err := db.GetInboxThread(ctx, b.ProjectID, b.Inbox.ID, first[0].ThreadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.MessageCount != 1 || th.Preview != "root text" || !th.LastMessageAt.Equal(firstAt) || th.LastMessageDirection != "inbound" {
+		t.Errorf("thread after its latest message was deleted: %+v", th)
 	}
 }
