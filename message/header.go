@@ -281,16 +281,29 @@ func parseAddressList(v string) []Address {
 		}
 		// QUIRK: "Doe, John <j@x>": an unquoted comma in a display name
 		// parts it from its address; a piece without an address joins the
-		// pieces after it until one has one.
-		for !strings.Contains(item, "@") && i+1 < len(items) {
-			i++
-			item += "," + items[i]
+		// pieces after it up to the next one with an address, and that one
+		// too if the address is in angle brackets: "John Smith, jane@x" is
+		// a name and jane, not jane named "John Smith,".
+		if !strings.Contains(item, "@") {
+			j := i + 1
+			for j < len(items) && !strings.Contains(items[j], "@") {
+				j++
+			}
+			if j < len(items) && strings.Contains(items[j], "<") {
+				j++
+			}
+			item = strings.Join(items[i:j], ",")
+			i = j - 1
 		}
 		// QUIRK: several "Name <addr>" without commas between them, or
 		// separated by semicolons (Outlook's habit).
 		for _, group := range splitList(item, ';') {
 			for _, seg := range splitAngleGroups(group) {
-				out = append(out, looseAddresses(seg)...)
+				for _, a := range looseAddresses(seg) {
+					if a != (Address{}) { // a stray ">" or "<>" is no one
+						out = append(out, a)
+					}
+				}
 			}
 		}
 	}
