@@ -33,8 +33,12 @@ func bodyJSON(t testing.TB, b store.Body, html *string, raw bool) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	var extracted any = b.ExtractedText
+	if b.Text == nil && b.HTML == nil {
+		extracted = nil // nothing to extract it from: null, as text and html
+	}
 	if err := enc.Encode(map[string]any{
-		"text": b.Text, "html": html, "extracted_text": b.ExtractedText,
+		"text": b.Text, "html": html, "extracted_text": extracted,
 		"body_available": true, "original_raw_available": raw,
 	}); err != nil {
 		t.Fatal(err)

@@ -91,7 +91,9 @@ func (s *Server) getBody(w http.ResponseWriter, r *http.Request) {
 // the caller's Flush reports one that only a WriteString saw.
 func writeBodyJSON(ctx context.Context, w *bufio.Writer, b app.BodyParts, rawStored bool, cid func(string) (string, bool)) error {
 	w.WriteString(`{"body_available":true,"extracted_text":`)
-	if err := writeJSONString(w, copyPart(ctx, &b.ExtractedText)); err != nil {
+	if !app.HasExtractedText(b) {
+		w.WriteString("null")
+	} else if err := writeJSONString(w, copyPart(ctx, &b.ExtractedText)); err != nil {
 		return err
 	}
 	w.WriteString(`,"html":`)

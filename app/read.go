@@ -67,6 +67,9 @@ const (
 func WriteBodyPart(ctx context.Context, w io.Writer, b store.BodyParts, form string) (bool, error) {
 	switch form {
 	case BodyExtracted:
+		if !HasExtractedText(b) {
+			return false, nil
+		}
 		return true, copyBodyPart(ctx, w, &b.ExtractedText)
 	case BodyText:
 		if b.Text == nil {
@@ -83,6 +86,12 @@ func WriteBodyPart(ctx context.Context, w io.Writer, b store.BodyParts, form str
 	}
 	return false, fmt.Errorf("app: unknown body form %q", form)
 }
+
+// HasExtractedText reports whether a body has an extracted text: one is
+// derived from its text part, or from its HTML when it has none; a
+// message with neither (only attachments, say) has none, as it has no
+// text and no html.
+func HasExtractedText(b store.BodyParts) bool { return b.Text != nil || b.HTML != nil }
 
 func copyBodyPart(ctx context.Context, w io.Writer, p *store.BodyPart) error {
 	r := p.Open(ctx)
