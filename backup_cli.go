@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -59,7 +60,7 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 	// Now, not only when deferred: the report below may be the write that
 	// kills the process (SIGPIPE, `inboxd backup f | head -1`).
 	os.Remove(tmpName)
-	if err := syncFile(filepath.Dir(dst)); err != nil {
+	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	info, err := os.Stat(dst)
@@ -73,6 +74,16 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(tw, "%s\t%d\n", t.Table, t.Rows)
 	}
 	return tw.Flush()
+}
+
+// syncDir fsyncs a directory, so that a file renamed into it stays. Not
+// on Windows: a directory opened for reading cannot be flushed there
+// (FlushFileBuffers needs write access), and NTFS keeps a rename without.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	return syncFile(dir)
 }
 
 // syncFile fsyncs a file or directory.

@@ -220,7 +220,7 @@ func writeAdminKey(dir, token string) error {
 			err = os.Rename(f.Name(), path)
 		}
 		if err == nil {
-			err = syncFile(dir)
+			err = syncDir(dir)
 		}
 		return err
 	}()

@@ -256,7 +256,8 @@ func addressValues(h textproto.Header, key string) []Address {
 // parseAddressList parses an address header value. It uses RFC 5322 parsing
 // (go-message, net/mail) and, for values that do not parse strictly, falls
 // back per comma-separated item to a best-effort local@domain search, keeping
-// the remainder as the display name. It never drops a non-empty item.
+// the remainder as the display name. It drops only what holds neither an
+// address nor a name (a stray ">", "<>").
 func parseAddressList(v string) []Address {
 	v = strings.TrimSpace(fixUTF8(v))
 	out := []Address{}
@@ -282,14 +283,15 @@ func parseAddressList(v string) []Address {
 		// QUIRK: "Doe, John <j@x>": an unquoted comma in a display name
 		// parts it from its address; a piece without an address joins the
 		// pieces after it up to the next one with an address, and that one
-		// too if the address is in angle brackets: "John Smith, jane@x" is
-		// a name and jane, not jane named "John Smith,".
+		// too unless it is the address alone: "John Smith, jane@x" is a
+		// name and jane, not jane named "John Smith,", but "Smith, John
+		// john@x" is John.
 		if !strings.Contains(item, "@") {
 			j := i + 1
 			for j < len(items) && !strings.Contains(items[j], "@") {
 				j++
 			}
-			if j < len(items) && strings.Contains(items[j], "<") {
+			if j < len(items) && !bareAddress(items[j]) {
 				j++
 			}
 			item = strings.Join(items[i:j], ",")
@@ -308,6 +310,14 @@ func parseAddressList(v string) []Address {
 		}
 	}
 	return out
+}
+
+// bareAddress reports whether a piece of an address list is an address
+// and nothing else.
+func bareAddress(piece string) bool {
+	piece = strings.TrimSpace(piece)
+	loc := emailish.FindStringIndex(piece)
+	return loc != nil && loc[0] == 0 && loc[1] == len(piece)
 }
 
 // looseAddresses is fallbackAddress, except that a piece without angle

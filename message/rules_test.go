@@ -164,6 +164,8 @@ func TestAddressFallback(t *testing.T) {
 			[]Address{{"x@evil.example", "PayPal service@paypal.example"}, {"b@y.example", "a@x.example"}}},
 		{"a name, then a bare address", `John Smith, jane@x.example`, []Address{{"", "John Smith"}, {"jane@x.example", ""}}},
 		{"two name pieces, then a bare address", `Smith, John, jane@x.example`, []Address{{"", "Smith, John"}, {"jane@x.example", ""}}},
+		{"a name in two pieces before its address", `Smith, John john@x.example`, []Address{{"john@x.example", "Smith, John"}}},
+		{"a name in two pieces before its address, then another", `Müller, Hans hans@x.example, other@y.example`, []Address{{"hans@x.example", "Müller, Hans"}, {"other@y.example", ""}}},
 		{"doubled angle brackets", `<<oops>>, plain@x.example`, []Address{{"", "oops"}, {"plain@x.example", ""}}},
 		{"no address at all", `Undisclosed recipients`, []Address{{"", "Undisclosed recipients"}}},
 		{"group", `undisclosed-recipients:;`, []Address{}},

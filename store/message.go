@@ -201,15 +201,22 @@ func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any
 }
 
 // sqlThreadAfterDelete is a thread's row once one of its messages is
-// deleted: one fewer, and its preview, direction, time and attachments
-// those of the messages left, so that the deleted one's text does not
-// stay on the thread list. A thread left with none keeps them; it leaves
-// the list.
-const sqlThreadAfterDelete = `UPDATE threads SET message_count = message_count - 1,
-		preview = coalesce((SELECT preview FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1), preview),
-		last_message_direction = coalesce((SELECT direction FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1), last_message_direction),
-		last_message_at = coalesce((SELECT max(created_at) FROM messages WHERE thread_id = ?1 AND deleted_at IS NULL), last_message_at),
-		has_attachments = EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id WHERE m.thread_id = ?1 AND m.deleted_at IS NULL)
+// deleted: one fewer, and, when that was its latest, the preview,
+// direction and time of the latest left (read backwards through the
+// (thread_id, sequence) index, so a long thread is not scanned), so that
+// the deleted one's text does not stay on the thread list;
+// has_attachments is worked out again only when the deleted message had
+// attachments. A thread left with none keeps them; it leaves the list.
+// ?1 is the thread, ?2 the deleted message's sequence, ?3 its id.
+const sqlThreadAfterDelete = `WITH latest AS (SELECT sequence, preview, direction, created_at FROM messages
+		WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1)
+	UPDATE threads SET message_count = message_count - 1,
+		preview = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT preview FROM latest) ELSE preview END,
+		last_message_direction = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT direction FROM latest) ELSE last_message_direction END,
+		last_message_at = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT created_at FROM latest) ELSE last_message_at END,
+		has_attachments = CASE WHEN EXISTS (SELECT 1 FROM attachments WHERE message_id = ?3)
+			THEN EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id WHERE m.thread_id = ?1 AND m.deleted_at IS NULL)
+			ELSE has_attachments END
 	WHERE id = ?1`
 
 // DeleteMessage soft-deletes a message: it leaves lists and search, its
@@ -217,16 +224,16 @@ const sqlThreadAfterDelete = `UPDATE threads SET message_count = message_count -
 func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		var threadID string
-		var rowid int64
+		var rowid, seq int64
 		err := tx.QueryRowContext(ctx, `UPDATE messages SET deleted_at = ? WHERE id = ? AND inbox_id = ? AND deleted_at IS NULL
-			RETURNING thread_id, rowid`, ms(db.now()), messageID, inboxID).Scan(&threadID, &rowid)
+			RETURNING thread_id, rowid, sequence`, ms(db.now()), messageID, inboxID).Scan(&threadID, &rowid, &seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, sqlThreadAfterDelete, threadID); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlThreadAfterDelete, threadID, seq, messageID); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
 		return dropSearchRows(ctx, tx, `m.rowid = ?`, rowid)
