@@ -202,28 +202,24 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 // synced, renamed into place and the directory synced, before the
 // bootstrap that made the token commits (store.BootstrapWith).
 func writeAdminKey(dir, token string) error {
-	path := filepath.Join(dir, "admin.key")
-	err := func() error {
-		f, err := os.CreateTemp(dir, ".admin.key.tmp-*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(f.Name()) // after the rename, nothing is there
-		_, err = f.WriteString(token + "\n")
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), path)
-		}
-		if err == nil {
-			err = syncDir(dir)
-		}
-		return err
-	}()
+	f, err := os.CreateTemp(dir, ".admin.key.tmp-*")
+	if err != nil {
+		return fmt.Errorf("write admin key: %w", err)
+	}
+	defer os.Remove(f.Name()) // after the rename, nothing is there
+	_, err = f.WriteString(token + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, "admin.key"))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("write admin key: %w", err)
 	}

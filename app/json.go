@@ -42,13 +42,14 @@ func jsonError(err error, path func(field string, unknown bool) string) error {
 	switch {
 	case errors.As(err, &syntax):
 		return Invalidf("", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error())
-	case errors.As(err, &typ) && typ.Field == "":
-		return Invalidf("", "Request body must be a JSON object, not %s.", typ.Value)
-	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[AddressInput]():
-		f := path(typ.Field, false)
-		return Invalidf(f, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, f, typ.Value)
 	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return Invalidf("", "Request body must be a JSON object, not %s.", typ.Value)
+		}
 		f := path(typ.Field, false)
+		if typ.Type == reflect.TypeFor[AddressInput]() {
+			return Invalidf(f, `Field %q takes addresses as "a@b", "Name <a@b>" or {"email","name"}, not %s.`, f, typ.Value)
+		}
 		return Invalidf(f, "Field %q must be %s, not %s.", f, jsonType(typ.Type), typ.Value)
 	case errors.Is(err, io.EOF):
 		return Invalidf("", "Request body must be a JSON object.")

@@ -200,24 +200,25 @@ func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any
 	return scanAll(rows, err, what, scanMessage)
 }
 
-// sqlThreadAfterDelete is a thread's row once one of its messages is
-// deleted: one fewer, and, when that was its latest, the preview,
-// direction and time of the latest left (read backwards through the
-// (thread_id, sequence) index, so a long thread is not scanned), so that
-// the deleted one's text does not stay on the thread list;
-// has_attachments is worked out again only when the deleted message had
-// attachments. A thread left with none keeps them; it leaves the list.
-// ?1 is the thread, ?2 the deleted message's sequence, ?3 its id.
-const sqlThreadAfterDelete = `WITH latest AS (SELECT sequence, preview, direction, created_at FROM messages
-		WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1)
-	UPDATE threads SET message_count = message_count - 1,
-		preview = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT preview FROM latest) ELSE preview END,
-		last_message_direction = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT direction FROM latest) ELSE last_message_direction END,
-		last_message_at = CASE WHEN ?2 > (SELECT sequence FROM latest) THEN (SELECT created_at FROM latest) ELSE last_message_at END,
-		has_attachments = CASE WHEN EXISTS (SELECT 1 FROM attachments WHERE message_id = ?3)
+// A thread's row once one of its messages is deleted. sqlThreadCountAfterDelete:
+// one fewer, and has_attachments worked out again only when the deleted
+// message had attachments. sqlThreadLatestAfterDelete: when it was the
+// latest, the preview, direction and time of the latest left (read
+// backwards through the (thread_id, sequence) index, so a long thread is
+// not scanned), so that the deleted one's text does not stay on the
+// thread list; a thread left with none keeps them (it leaves the list).
+// ?1 is the thread, ?2 the deleted message's id, ?3 its sequence.
+const (
+	sqlThreadCountAfterDelete = `UPDATE threads SET message_count = message_count - 1,
+		has_attachments = CASE WHEN EXISTS (SELECT 1 FROM attachments WHERE message_id = ?2)
 			THEN EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id WHERE m.thread_id = ?1 AND m.deleted_at IS NULL)
 			ELSE has_attachments END
-	WHERE id = ?1`
+		WHERE id = ?1`
+	sqlThreadLatestAfterDelete = `UPDATE threads SET preview = l.preview, last_message_direction = l.direction, last_message_at = l.created_at
+		FROM (SELECT sequence, preview, direction, created_at FROM messages
+			WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1) AS l
+		WHERE threads.id = ?1 AND l.sequence < ?3`
+)
 
 // DeleteMessage soft-deletes a message: it leaves lists and search, its
 // body and raw answer not found, and its thread's count drops.
@@ -233,8 +234,10 @@ func (db *DB) DeleteMessage(ctx context.Context, inboxID, messageID string) erro
 		if err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, sqlThreadAfterDelete, threadID, seq, messageID); err != nil {
-			return fmt.Errorf("delete message: %w", err)
+		for _, q := range []string{sqlThreadCountAfterDelete, sqlThreadLatestAfterDelete} {
+			if _, err := tx.ExecContext(ctx, q, threadID, messageID, seq); err != nil {
+				return fmt.Errorf("delete message: %w", err)
+			}
 		}
 		return dropSearchRows(ctx, tx, `m.rowid = ?`, rowid)
 	})
