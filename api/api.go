@@ -126,6 +126,7 @@ func (s *Server) routes(cfg Config) http.Handler {
 		// comment to the behaviour).
 		r.Route("/v1/projects/{project_id}", func(r chi.Router) {
 			r.Use(s.inProject)
+			r.Use(s.singleValues)
 			r.Get("/inboxes", s.listInboxes)                                                                // inboxes:read
 			r.Post("/inboxes", s.createInbox)                                                               // inboxes:write
 			r.Get("/inboxes/{inbox_id}", s.getInbox)                                                        // inboxes:read

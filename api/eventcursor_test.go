@@ -80,6 +80,11 @@ func TestEventCursorAdvancesPastSkipped(t *testing.T) {
 	if len(p.Data) != 1 || p.Data[0].Data["message_id"] != q["message_id"] || p.NextCursor != e.evc(16) {
 		t.Fatalf("after the cursor: %+v", p)
 	}
+	// ?type= is the one parameter that may be given more than once.
+	if p := e.events(e.admin, "type=message.queued&type=message.captured"); len(p.Data) != 2 ||
+		p.Data[0].Type != "message.queued" || p.Data[1].Type != "message.captured" {
+		t.Fatalf("two types: %+v", p)
+	}
 	// Paging inbox A's events two at a time across B's.
 	var got []string
 	cursor := ""

@@ -10,7 +10,7 @@ import (
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	page, err := s.app.Events(r.Context(), callerFrom(r), app.EventsParams{
-		Limit: param(q, "limit"), After: param(q, "after"), Types: q["type"], InboxID: q.Get("inbox_id"), Wait: param(q, "wait")})
+		Limit: q.Get("limit"), After: q.Get("after"), Types: q["type"], InboxID: q.Get("inbox_id"), Wait: q.Get("wait")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

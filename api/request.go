@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/inboxd/inboxd/app"
@@ -65,14 +65,28 @@ func readError(err error) error {
 // pageParams reads a list's ?limit= and ?cursor=, for app to check.
 func pageParams(r *http.Request) app.PageParams {
 	q := r.URL.Query()
-	return app.PageParams{Limit: param(q, "limit"), Cursor: param(q, "cursor")}
+	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
 }
 
-// param is the value of one of the query's integer or cursor parameters.
-// One given twice is its values joined with commas, which none of them
-// takes, so that it is refused (SPEC §5.2) rather than one of them picked.
-func param(q url.Values, name string) string {
-	return strings.Join(q[name], ",")
+// multiValued are the query parameters that may be given more than once:
+// the event list's ?type= takes several types.
+var multiValued = map[string]bool{"type": true}
+
+// singleValues refuses a query parameter given twice (SPEC §5.2 has one
+// value for each), rather than letting a handler pick one of them: a
+// client that sent ?q=a&q=b, or two limits, gets an error naming the
+// parameter instead of an answer to half of its question.
+func (s *Server) singleValues(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		for _, name := range slices.Sorted(maps.Keys(q)) { // the same name each time
+			if n := len(q[name]); n > 1 && !multiValued[name] {
+				s.writeError(w, r, app.Invalidf(name, "Query parameter %q is given %d times; it takes one value.", name, n))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bodyDeadline bounds the time a request body takes to arrive, so a body

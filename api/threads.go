@@ -39,7 +39,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	read, err := s.app.ThreadMessages(callerFrom(r), chi.URLParam(r, "inbox_id"), chi.URLParam(r, "thread_id"),
-		app.ThreadMessagesParams{PageParams: pageParams(r), AfterSequence: param(q, "after_sequence"), Wait: param(q, "wait")})
+		app.ThreadMessagesParams{PageParams: pageParams(r), AfterSequence: q.Get("after_sequence"), Wait: q.Get("wait")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
