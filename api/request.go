@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/inboxd/inboxd/app"
@@ -68,22 +66,23 @@ func pageParams(r *http.Request) app.PageParams {
 	return app.PageParams{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
 }
 
-// multiValued are the query parameters that may be given more than once:
-// the event list's ?type= takes several types.
-var multiValued = map[string]bool{"type": true}
-
 // singleValues refuses a query parameter given twice (SPEC §5.2 has one
 // value for each), rather than letting a handler pick one of them: a
 // client that sent ?q=a&q=b, or two limits, gets an error naming the
-// parameter instead of an answer to half of its question.
+// parameter instead of an answer to half of its question. The event
+// list's ?type= is the one that takes several values.
 func (s *Server) singleValues(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		for _, name := range slices.Sorted(maps.Keys(q)) { // the same name each time
-			if n := len(q[name]); n > 1 && !multiValued[name] {
-				s.writeError(w, r, app.Invalidf(name, "Query parameter %q is given %d times; it takes one value.", name, n))
-				return
+		var repeated string // the first by name, so the error is the same each time
+		n := 0
+		for name, values := range r.URL.Query() {
+			if len(values) > 1 && name != "type" && (repeated == "" || name < repeated) {
+				repeated, n = name, len(values)
 			}
+		}
+		if repeated != "" {
+			s.writeError(w, r, app.Invalidf(repeated, "Query parameter %q is given %d times; it takes one value.", repeated, n))
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
