@@ -190,7 +190,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Outbound, "outbound", "capture", "where mail to outside addresses goes: capture (kept, never sent), relay (--relay-url) or direct (each domain's MX on port 25)")
 	fs.StringVar(&c.RelayURL, "relay-url", "", "smarthost for --outbound relay: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465")
 	fs.StringVar(&c.RelayCAFile, "relay-ca-file", "", "extra CA certificates (PEM) to verify the relay with")
-	fs.BoolVar(&c.RelayInsecure, "relay-insecure", false, "allow a plaintext smtp:// relay without STARTTLS")
+	fs.BoolVar(&c.RelayInsecure, "relay-insecure", false, "allow an smtp:// relay without STARTTLS (used unverified when offered)")
 	fs.StringVar(&c.RelayMessageIDPattern, "relay-message-id-pattern", "", "regexp with one group that finds a relay-assigned Message-ID in its 250 reply (SES style)")
 	fs.StringVar(&c.RelayMessageIDFormat, "relay-message-id-format", "%s", "format of the relay-assigned Message-ID, e.g. %s@email.amazonses.com")
 	fs.StringVar(&c.DirectPort, "direct-port", "25", "with --outbound direct: the port of the mail exchangers (25; another only for tests)")

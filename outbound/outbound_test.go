@@ -424,6 +424,25 @@ func TestRelayNonASCIIAddress(t *testing.T) {
 	}
 }
 
+// --relay-insecure allows a relay without TLS; it does not turn TLS
+// down: a relay that offers STARTTLS gets the credentials and the mail
+// over it, its self-signed certificate accepted.
+func TestInsecureRelayStillUsesSTARTTLS(t *testing.T) {
+	r := startRelay(t)
+	rl, err := smtp.NewRelay(smtp.RelayConfig{URL: "smtp://relayuser:relaypass@" + r.addr, Insecure: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, app.OutboundRelay, rl, "")
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got) != 1 || !r.got[0].tls || r.got[0].user != "relayuser" {
+		t.Fatalf("relay saw %+v", r.got)
+	}
+}
+
 func TestRelayDownAtFirst(t *testing.T) {
 	// Reserve a port, send while nothing listens, then start the relay there.
 	l, err := net.Listen("tcp", "127.0.0.1:0")

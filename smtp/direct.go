@@ -246,26 +246,19 @@ func (d *Direct) exchangers(ctx context.Context, domain string) ([]string, error
 }
 
 // connect opens an SMTP session with host, over STARTTLS when it offers
-// it. TLS is opportunistic (RFC 7435), as between mail servers without
-// MTA-STS or DANE: the certificate is not verified, and a server that
-// offers no STARTTLS, or whose handshake fails, is spoken to in plain
-// text on a second connection.
+// it. TLS is opportunistic, as between mail servers without MTA-STS or
+// DANE (startTLSOrPlain).
 func (d *Direct) connect(ctx context.Context, cut *cutter, host string) (*gosmtp.Client, error) {
 	addr := net.JoinHostPort(host, d.cfg.Port)
 	conn, err := d.dial(ctx, cut, addr)
 	if err != nil {
 		return nil, err
 	}
-	conn.SetDeadline(time.Now().Add(d.cfg.Timeout))
 	tc := &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
-	c, err := gosmtp.NewClientStartTLS(conn, tc)
+	c, _, err := startTLSOrPlain(conn, tc, d.cfg.Timeout, func() (net.Conn, error) { return d.dial(ctx, cut, addr) })
 	if err != nil {
-		if conn, err = d.dial(ctx, cut, addr); err != nil {
-			return nil, err
-		}
-		c = gosmtp.NewClient(conn)
+		return nil, err
 	}
-	conn.SetDeadline(time.Time{})
 	c.CommandTimeout = d.cfg.Timeout
 	c.SubmissionTimeout = d.cfg.Timeout
 	// As for the relay: after STARTTLS, the EHLO that counts.
@@ -284,4 +277,23 @@ func (d *Direct) dial(ctx context.Context, cut *cutter, addr string) (net.Conn, 
 	}
 	cut.use(conn)
 	return conn, nil
+}
+
+// startTLSOrPlain opens an SMTP session over conn with opportunistic TLS
+// (RFC 7435): STARTTLS when the server offers it, its certificate not
+// verified, and a server that offers no STARTTLS, or whose handshake
+// fails, spoken to in plain text on a second connection from redial. It
+// returns the connection the session runs on, under any TLS, and bounds
+// the greeting and handshake by timeout.
+func startTLSOrPlain(conn net.Conn, tc *tls.Config, timeout time.Duration, redial func() (net.Conn, error)) (*gosmtp.Client, net.Conn, error) {
+	conn.SetDeadline(time.Now().Add(timeout))
+	c, err := gosmtp.NewClientStartTLS(conn, tc)
+	if err == nil {
+		conn.SetDeadline(time.Time{})
+		return c, conn, nil
+	}
+	if conn, err = redial(); err != nil {
+		return nil, nil, err
+	}
+	return gosmtp.NewClient(conn), conn, nil
 }

@@ -26,10 +26,11 @@ import (
 // RelayConfig configures the smarthost client (SPEC §6).
 type RelayConfig struct {
 	// URL is smtp://user:pass@host:port (STARTTLS required unless
-	// Insecure) or smtps://… (implicit TLS).
+	// Insecure, and used when offered even then) or smtps://… (implicit
+	// TLS).
 	URL      string
 	CAFile   string // extra roots; the system roots otherwise (SSL_CERT_FILE works)
-	Insecure bool   // allow a plaintext smtp:// relay
+	Insecure bool   // allow a plaintext smtp:// relay (and an unverified STARTTLS one)
 	Hostname string // our EHLO name
 	Timeout  time.Duration
 }
@@ -357,19 +358,33 @@ func (r *Relay) connect(ctx context.Context, cut *cutter) (*gosmtp.Client, error
 		cut.use(conn)
 		c = gosmtp.NewClient(conn)
 	default:
-		if conn, err = d.DialContext(ctx, "tcp", r.u.Host); err != nil {
-			return nil, fmt.Errorf("dial relay: %w", err)
+		dial := func() (net.Conn, error) {
+			conn, err := d.DialContext(ctx, "tcp", r.u.Host)
+			if err != nil {
+				return nil, fmt.Errorf("dial relay: %w", err)
+			}
+			cut.use(conn)
+			return conn, nil
 		}
-		cut.use(conn)
-		if !r.cfg.Insecure {
-			// STARTTLS is required and the certificate verified.
-			if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
+		if conn, err = dial(); err != nil {
+			return nil, err
+		}
+		if r.cfg.Insecure {
+			// A plaintext relay is allowed, not chosen: STARTTLS when the
+			// relay offers it keeps the credentials and the mail out of
+			// clear text, as opportunistic TLS between mail servers does.
+			tc := r.tls.Clone()
+			tc.InsecureSkipVerify = true
+			if c, conn, err = startTLSOrPlain(conn, tc, r.cfg.Timeout, dial); err != nil {
+				return nil, err
 			}
 			break
 		}
-		c = gosmtp.NewClient(conn)
+		// STARTTLS is required and the certificate verified.
+		if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
+		}
 	}
 	// EHLO with our name. After STARTTLS this is the EHLO over TLS, the
 	// one the relay goes by (RFC 3207 §4.2); the one before it, which
