@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -756,6 +757,29 @@ func TestSlowEndpointDoesNotDelayFast(t *testing.T) {
 	defer mu.Unlock()
 	if maxSlow > 4 {
 		t.Errorf("slow endpoint had %d requests in flight, limit 4", maxSlow)
+	}
+}
+
+// A receiver that answers 200 at once and then holds its body open past
+// the timeout has taken the event: the status decides, and the event is
+// not delivered to it again.
+func TestSuccessWithASlowBodyIsDelivered(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "accepted")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the rest of the body never comes
+	}))
+	defer srv.Close()
+	ep := e.endpoint(srv.URL, "")
+	e.start(WorkerConfig{Timeout: 200 * time.Millisecond})
+	e.receive()
+	e.waitFor("delivered", func() bool { return e.statuses(ep.ID)[store.WebhookDelivered] == 1 })
+	d := e.delivery(ep.ID, e.deliveries(ep.ID)[0].ID)
+	if d.AttemptCount != 1 || len(d.Attempts) != 1 || d.Attempts[0].StatusCode != 200 || d.Attempts[0].ResponseExcerpt != "accepted" {
+		t.Fatalf("delivery %+v", d)
 	}
 }
 
