@@ -53,6 +53,9 @@ func (a *App) TestInbound(ctx context.Context, c Caller, decode Decoder) (store.
 		if in.From != nil || len(in.To) > 0 || in.Subject != "" || in.Text != "" || in.HTML != "" || in.InReplyTo != "" || in.References != nil || in.Attachments != nil {
 			return store.Delivered{}, Invalidf("raw", "Give either raw or the structured fields, not both.")
 		}
+		if strings.TrimSpace(*in.Raw) == "" {
+			return store.Delivered{}, Invalidf("raw", "raw is empty; give an RFC 5322 message.")
+		}
 		raw = []byte(*in.Raw)
 	} else if raw, err = a.composeSimulated(ib, in); err != nil {
 		return store.Delivered{}, err

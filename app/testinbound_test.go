@@ -35,6 +35,8 @@ func TestTestInboundValidation(t *testing.T) {
 		{`{"inbox_id":"` + e.boot.Inbox.ID + `","raw":"x"}`, "inbox_id", "Simulated inbound mail goes to test inboxes only; inbox@localhost is live."},
 		{`{"inbox_id":"` + qa.ID + `","raw":"x","subject":"s"}`, "raw", "Give either raw or the structured fields, not both."},
 		{`{"inbox_id":"` + qa.ID + `","raw":"x","references":[]}`, "raw", "Give either raw or the structured fields, not both."},
+		{`{"inbox_id":"` + qa.ID + `","raw":""}`, "raw", "raw is empty; give an RFC 5322 message."},
+		{`{"inbox_id":"` + qa.ID + `","raw":"\r\n \t"}`, "raw", "raw is empty; give an RFC 5322 message."},
 		{`{"inbox_id":"` + qa.ID + `","text":"t"}`, "from", `from must be an address ("Name <a@b>", "a@b" or {email,name}).`},
 		{`{"inbox_id":"` + qa.ID + `","from":"not an address"}`, "from", `from must be an address ("Name <a@b>", "a@b" or {email,name}).`},
 		{`{"inbox_id":"` + qa.ID + `","from":"a@x","subject":"s\r\nBcc: x","attachments":[{"content_base64":"!"}]}`,
