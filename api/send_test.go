@@ -373,3 +373,23 @@ func TestReplyDefaultsFromABadlyWrittenParent(t *testing.T) {
 		t.Errorf("reply to no address: %d %s", r.status, r.body)
 	}
 }
+
+// A reply to a message that came without a Message-ID has no id to put in
+// In-Reply-To: the generated one is the gateway's own and means nothing
+// to the recipient. It keeps the parent's References and its thread.
+func TestReplyToAMessageWithoutMessageID(t *testing.T) {
+	e := newEnv(t, Config{})
+	ib := e.boot.Inbox.ID
+	parent := e.deliver(ib, "From: Sender <sender@example.com>\r\nTo: inbox@localhost\r\nSubject: No id\r\nReferences: <root@example.com>\r\n\r\nhi\r\n")
+	r := e.sendReq(e.admin, ib, "", `{"reply_to_message_id":"`+parent.MessageID+`","text":"Yes."}`)
+	if r.status != 202 {
+		t.Fatalf("reply: %d %s", r.status, r.body)
+	}
+	if r.json(t)["thread_id"] != parent.ThreadID {
+		t.Errorf("the reply left the parent's thread: %s", r.body)
+	}
+	raw := string(e.get(e.admin, e.path("/inboxes/%s/messages/%s/raw", ib, r.json(t)["message_id"])).body)
+	if strings.Contains(raw, "inboxd.invalid") || strings.Contains(raw, "In-Reply-To:") || !strings.Contains(raw, "References: <root@example.com>\r\n") {
+		t.Errorf("reply headers:\n%s", raw)
+	}
+}

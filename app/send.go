@@ -224,7 +224,11 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 			// Another inbox's message is not found, like a missing one.
 			return store.Outgoing{}, false, fmt.Errorf("reply_to_message_id: %w", err)
 		}
-		inReplyTo = strings.Trim(parent.RFCMessageID, "<>")
+		if !parent.RFCMessageIDGenerated {
+			// A generated id is the gateway's own (SPEC §3): the
+			// recipient never saw it, so there is no parent to name.
+			inReplyTo = strings.Trim(parent.RFCMessageID, "<>")
+		}
 		refs = thread.ReplyReferences(thread.ExtractIDs(parent.References), inReplyTo)
 		// What the parent's sender wrote is made fit for a header, not
 		// refused: the caller did not write it and cannot fix it.

@@ -18,10 +18,14 @@ func ReplySubject(subject string) string {
 // allows trimming, and keeping the first id keeps the thread's root.
 const maxReferences = 20
 
-// ReplyReferences is the parent's References plus the parent's id, trimmed
-// from the front (keeping the first) when too long.
+// ReplyReferences is the parent's References plus the parent's id (none
+// when parentID is ""), trimmed from the front (keeping the first) when
+// too long.
 func ReplyReferences(parentRefs []string, parentID string) []string {
-	refs := append(append([]string{}, parentRefs...), parentID)
+	refs := append([]string{}, parentRefs...)
+	if parentID != "" {
+		refs = append(refs, parentID)
+	}
 	if len(refs) <= maxReferences {
 		return refs
 	}
