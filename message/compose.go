@@ -77,7 +77,8 @@ func toMailAddrs(as []Address) []*gomail.Address {
 // Compose builds the RFC 5322 message with go-message: CRLF line ends,
 // RFC 2047 headers, quoted-printable text parts, base64 attachments with
 // RFC 2231 filenames, multipart/alternative for text+html and
-// multipart/mixed around it when there are attachments.
+// multipart/mixed around it (or around the one text part) when there are
+// attachments.
 func Compose(d Draft) ([]byte, error) {
 	var h gomail.Header
 	h.SetDate(d.Date)
@@ -107,33 +108,27 @@ func Compose(d Draft) ([]byte, error) {
 
 	var buf bytes.Buffer
 	hasText, hasHTML := d.Text != "", d.HTML != ""
-	if !hasText && !hasHTML {
-		hasText = true // an empty text/plain body, never a body-less message
+	// The one body part when there are not two: text/plain, even empty
+	// (never a body-less message), or text/html alone.
+	single, singleBody := "text/plain", d.Text
+	if hasHTML && !hasText {
+		single, singleBody = "text/html", d.HTML
 	}
 	writeBodies := func(iw *gomail.InlineWriter) error {
-		if hasText {
-			if err := writePart(iw, "text/plain", d.Text); err != nil {
-				return err
-			}
+		if err := writePart(iw.CreatePart, "text/plain", d.Text); err != nil {
+			return err
 		}
-		if hasHTML {
-			return writePart(iw, "text/html", d.HTML)
-		}
-		return nil
+		return writePart(iw.CreatePart, "text/html", d.HTML)
 	}
 	switch {
 	case len(d.Attachments) == 0 && !(hasText && hasHTML):
-		ct, body := "text/plain", d.Text
-		if hasHTML {
-			ct, body = "text/html", d.HTML
-		}
-		h.SetContentType(ct, map[string]string{"charset": "utf-8"})
+		h.SetContentType(single, map[string]string{"charset": "utf-8"})
 		h.Set("Content-Transfer-Encoding", "quoted-printable")
 		w, err := gomail.CreateSingleInlineWriter(&buf, h)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
-		if _, err := io.WriteString(w, body); err != nil {
+		if _, err := io.WriteString(w, singleBody); err != nil {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 		if err := w.Close(); err != nil {
@@ -155,15 +150,20 @@ func Compose(d Draft) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
-		iw, err := mw.CreateInline()
-		if err != nil {
-			return nil, fmt.Errorf("compose: %w", err)
-		}
-		if err := writeBodies(iw); err != nil {
+		if hasText && hasHTML {
+			iw, err := mw.CreateInline()
+			if err != nil {
+				return nil, fmt.Errorf("compose: %w", err)
+			}
+			if err := writeBodies(iw); err != nil {
+				return nil, err
+			}
+			if err := iw.Close(); err != nil {
+				return nil, fmt.Errorf("compose: %w", err)
+			}
+		} else if err := writePart(mw.CreateSingleInline, single, singleBody); err != nil {
+			// One body is a part of its own, not an alternative of one.
 			return nil, err
-		}
-		if err := iw.Close(); err != nil {
-			return nil, fmt.Errorf("compose: %w", err)
 		}
 		for _, a := range d.Attachments {
 			var ah gomail.AttachmentHeader
@@ -175,7 +175,7 @@ func Compose(d Draft) ([]byte, error) {
 				mt, params = "application/octet-stream", nil
 			}
 			ah.SetContentType(mt, params)
-			ah.SetFilename(a.Filename)
+			ah.Set("Content-Disposition", attachmentDisposition(a.Filename))
 			w, err := mw.CreateAttachment(ah)
 			if err != nil {
 				return nil, fmt.Errorf("compose attachment: %w", err)
@@ -199,10 +199,11 @@ func Compose(d Draft) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func writePart(iw *gomail.InlineWriter, ct, body string) error {
+// writePart writes a text part of type ct with create.
+func writePart(create func(gomail.InlineHeader) (io.WriteCloser, error), ct, body string) error {
 	var ph gomail.InlineHeader
 	ph.SetContentType(ct, map[string]string{"charset": "utf-8"})
-	w, err := iw.CreatePart(ph)
+	w, err := create(ph)
 	if err != nil {
 		return fmt.Errorf("compose %s: %w", ct, err)
 	}
@@ -210,6 +211,34 @@ func writePart(iw *gomail.InlineWriter, ct, body string) error {
 		return fmt.Errorf("compose %s: %w", ct, err)
 	}
 	return w.Close()
+}
+
+// maxParamPiece bounds one piece of an RFC 2231 parameter, so that
+// " filename*NN*=" and the piece fit a 76-character header line.
+const maxParamPiece = 60
+
+// attachmentDisposition is an attachment's Content-Disposition: the
+// filename quoted when it is ASCII, else in RFC 2231's encoded form
+// (filename*=utf-8”…, where an encoded-word inside quotes is what RFC
+// 2047 §5 forbids), split into numbered pieces when long (RFC 2231 §3)
+// so the header folds between them rather than inside the name.
+func attachmentDisposition(filename string) string {
+	d := mime.FormatMediaType("attachment", map[string]string{"filename": filename})
+	ext, ok := strings.CutPrefix(d, "attachment; filename*=")
+	if !ok || len(ext) <= maxParamPiece {
+		return d
+	}
+	var b strings.Builder
+	b.WriteString("attachment")
+	for n := 0; ext != ""; n++ {
+		cut := min(len(ext), maxParamPiece)
+		if i := strings.LastIndexByte(ext[:cut], '%'); cut < len(ext) && i > cut-3 {
+			cut = i // a %XX escape stays whole
+		}
+		fmt.Fprintf(&b, "; filename*%d*=%s", n, ext[:cut])
+		ext = ext[cut:]
+	}
+	return b.String()
 }
 
 // ValidAddress reports whether s is a usable mailbox address: one @, a

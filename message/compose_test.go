@@ -89,3 +89,52 @@ func TestValidAddress(t *testing.T) {
 		}
 	}
 }
+
+// Text and attachments are a multipart/mixed of the text part and the
+// files, with no multipart/alternative of one; a name beyond ASCII is in
+// RFC 2231's form, split into pieces that fold, and reads back whole in
+// our parser and in Python's.
+func TestComposeOneBodyWithAttachments(t *testing.T) {
+	long := strings.Repeat("Übersicht der Änderungen für das Jahr ", 4) + "2026.pdf"
+	raw, err := Compose(Draft{
+		From: Address{Email: "agent@localhost"}, To: []Address{{Email: "a@example.com"}}, Text: "see attached",
+		Attachments: []File{{Filename: "Grüße.txt", ContentType: "text/plain", Data: []byte("hi")}, {Filename: long, ContentType: "application/pdf", Data: []byte("%PDF")}},
+		MessageID:   "m3@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("multipart/alternative")) || bytes.Contains(raw, []byte("=?utf-8?")) {
+		t.Errorf("an alternative of one part, or an encoded-word in a filename:\n%s", raw)
+	}
+	if !bytes.Contains(raw, []byte("filename*=utf-8''Gr%C3%BC%C3%9Fe.txt")) || !bytes.Contains(raw, []byte("filename*1*=")) {
+		t.Errorf("filenames not in RFC 2231 form:\n%s", raw)
+	}
+	for i, line := range bytes.Split(raw, []byte("\r\n")) {
+		if len(line) > 76 {
+			t.Errorf("line %d is %d characters: %s", i, len(line), line)
+		}
+	}
+	p := Parse(raw)
+	if p.ParseError != "" || p.Text != "see attached" || len(p.Attachments) != 2 || p.Attachments[0].Filename != "Grüße.txt" || p.Attachments[1].Filename != long {
+		t.Fatalf("go parse: %+v", p)
+	}
+	cmd := exec.Command("python3", "-c", `
+import email, email.policy, json, sys
+m = email.message_from_bytes(sys.stdin.buffer.read(), policy=email.policy.default)
+print(json.dumps({"parts": [p.get_content_type() for p in m.iter_parts()], "names": [a.get_filename() for a in m.iter_attachments()], "defects": len(m.defects)}))
+`)
+	cmd.Stdin = bytes.NewReader(raw)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python email: %v", err)
+	}
+	var py struct {
+		Parts, Names []string
+		Defects      int
+	}
+	json.Unmarshal(out, &py)
+	if strings.Join(py.Parts, ",") != "text/plain,text/plain,application/pdf" || len(py.Names) != 2 || py.Names[0] != "Grüße.txt" || py.Names[1] != long || py.Defects != 0 {
+		t.Fatalf("python parse: %s", out)
+	}
+}
