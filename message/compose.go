@@ -114,11 +114,22 @@ func Compose(d Draft) ([]byte, error) {
 	if hasHTML && !hasText {
 		single, singleBody = "text/html", d.HTML
 	}
-	writeBodies := func(iw *gomail.InlineWriter) error {
+	// writeAlternative writes text and html into iw, just created (or
+	// not, with err), and closes it.
+	writeAlternative := func(iw *gomail.InlineWriter, err error) error {
+		if err != nil {
+			return fmt.Errorf("compose: %w", err)
+		}
 		if err := writePart(iw.CreatePart, "text/plain", d.Text); err != nil {
 			return err
 		}
-		return writePart(iw.CreatePart, "text/html", d.HTML)
+		if err := writePart(iw.CreatePart, "text/html", d.HTML); err != nil {
+			return err
+		}
+		if err := iw.Close(); err != nil {
+			return fmt.Errorf("compose: %w", err)
+		}
+		return nil
 	}
 	switch {
 	case len(d.Attachments) == 0 && !(hasText && hasHTML):
@@ -135,15 +146,8 @@ func Compose(d Draft) ([]byte, error) {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 	case len(d.Attachments) == 0:
-		iw, err := gomail.CreateInlineWriter(&buf, h)
-		if err != nil {
-			return nil, fmt.Errorf("compose: %w", err)
-		}
-		if err := writeBodies(iw); err != nil {
+		if err := writeAlternative(gomail.CreateInlineWriter(&buf, h)); err != nil {
 			return nil, err
-		}
-		if err := iw.Close(); err != nil {
-			return nil, fmt.Errorf("compose: %w", err)
 		}
 	default:
 		mw, err := gomail.CreateWriter(&buf, h)
@@ -151,18 +155,12 @@ func Compose(d Draft) ([]byte, error) {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 		if hasText && hasHTML {
-			iw, err := mw.CreateInline()
-			if err != nil {
-				return nil, fmt.Errorf("compose: %w", err)
-			}
-			if err := writeBodies(iw); err != nil {
-				return nil, err
-			}
-			if err := iw.Close(); err != nil {
-				return nil, fmt.Errorf("compose: %w", err)
-			}
-		} else if err := writePart(mw.CreateSingleInline, single, singleBody); err != nil {
+			err = writeAlternative(mw.CreateInline())
+		} else {
 			// One body is a part of its own, not an alternative of one.
+			err = writePart(mw.CreateSingleInline, single, singleBody)
+		}
+		if err != nil {
 			return nil, err
 		}
 		for _, a := range d.Attachments {
