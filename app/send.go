@@ -303,12 +303,19 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		return store.Outgoing{}, false, errMessageTooLarge
 	}
 	var rcpts []store.Recipient
+	named := map[string]bool{}
 	for _, l := range []struct {
 		typ string
 		as  []message.Address
 	}{{"to", to}, {"cc", cc}, {"bcc", bcc}} {
 		for _, addr := range l.as {
-			rcpts = append(rcpts, store.Recipient{Email: addr.Email, Type: l.typ})
+			// One copy per mailbox, however often it is named: the first
+			// mention decides its type. Mail systems compare addresses
+			// without case in practice, as the recipient lookup does.
+			if k := strings.ToLower(addr.Email); !named[k] {
+				named[k] = true
+				rcpts = append(rcpts, store.Recipient{Email: addr.Email, Type: l.typ})
+			}
 		}
 	}
 	out := store.Outgoing{InboxID: ib.ID, Raw: raw, ParentID: in.ReplyToMessageID, Bcc: bcc}

@@ -424,6 +424,25 @@ func TestRelayNonASCIIAddress(t *testing.T) {
 	}
 }
 
+// A mailbox named twice (To and Cc, in any case) gets one copy: one RCPT
+// TO, one recipient on the message, of the type it was first named as.
+func TestRecipientNamedTwiceGetsOneCopy(t *testing.T) {
+	r := startRelay(t)
+	e := newEnv(t, app.OutboundRelay, relayFor(t, r), "")
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}, {Email: "carol@example.com"}, {Email: "Bob@Example.com"}},
+		Cc: []app.AddressInput{{Email: "bob@example.com"}}, Bcc: []app.AddressInput{{Email: "carol@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got) != 1 || strings.Join(r.got[0].rcpts, ",") != "bob@example.com,carol@example.com" {
+		t.Fatalf("relay saw %+v", r.got)
+	}
+	ds, err := e.db.DeliveriesOf(context.Background(), []string{res.MessageID})
+	if rs := ds[res.MessageID]; err != nil || len(rs) != 2 || rs[0].Type != "to" || rs[1].Type != "to" {
+		t.Errorf("recipients %+v %v", rs, err)
+	}
+}
+
 // --relay-insecure allows a relay without TLS; it does not turn TLS
 // down: a relay that offers STARTTLS gets the credentials and the mail
 // over it, its self-signed certificate accepted.
