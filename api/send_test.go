@@ -102,7 +102,8 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"attachment field of the wrong type", `{"to":["a@b.c"],"attachments":[{"filename":"a","content_base64":""},{"filename":5}]}`, 400, "invalid_request", "attachments[1].filename"},
 		{"attachment with an unknown field", `{"to":["a@b.c"],"attachments":[{"filename":"a","Content_Type":"text/plain","size":1}]}`, 400, "invalid_request", "attachments[0].size"},
 		{"no recipients", `{"text":"t"}`, 400, "invalid_request", "to"},
-		{"parent in another inbox", `{"reply_to_message_id":"` + foreign.MessageID + `","text":"t"}`, 404, "not_found", ""},
+		{"parent in another inbox", `{"reply_to_message_id":"` + foreign.MessageID + `","text":"t"}`, 404, "not_found", "reply_to_message_id"},
+		{"parent that does not exist", `{"reply_to_message_id":"msg_nope","text":"t"}`, 404, "not_found", "reply_to_message_id"},
 	}
 	for _, c := range cases {
 		r := e.sendReq(e.admin, e.boot.Inbox.ID, "", c.body)

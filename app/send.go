@@ -220,8 +220,12 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		if err == nil && parent.Deleted {
 			err = store.ErrNotFound
 		}
+		if errors.Is(err, store.ErrNotFound) {
+			// Another inbox's message is not found, like a missing one;
+			// either way the answer names what was not found.
+			return store.Outgoing{}, false, &Error{Code: ENotFound, Message: ErrNotFound.Message, Param: "reply_to_message_id"}
+		}
 		if err != nil {
-			// Another inbox's message is not found, like a missing one.
 			return store.Outgoing{}, false, fmt.Errorf("reply_to_message_id: %w", err)
 		}
 		if !parent.RFCMessageIDGenerated {
