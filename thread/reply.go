@@ -2,16 +2,40 @@ package thread
 
 import "strings"
 
-// ReplySubject is "Re: " + subject, without stacking prefixes.
+// ReplySubject is "Re: " + subject, without stacking prefixes: a subject
+// that starts with a reply prefix (Re:, RE :, Re[2]:, Re(3):, Re^2:, and
+// AW:, SV:, Antw:) is kept as it is.
 func ReplySubject(subject string) string {
 	s := strings.TrimSpace(subject)
-	lower := strings.ToLower(s)
-	for _, p := range []string{"re:", "re :", "aw:", "sv:", "antw:"} {
-		if strings.HasPrefix(lower, p) {
-			return s
-		}
+	if hasReplyPrefix(strings.ToLower(s)) {
+		return s
 	}
 	return "Re: " + s
+}
+
+func hasReplyPrefix(lower string) bool {
+	for _, p := range []string{"re", "aw", "sv", "antw"} {
+		rest, ok := strings.CutPrefix(lower, p)
+		if !ok {
+			continue
+		}
+		// A count some mailers add: [2], (2) or ^2.
+		if len(rest) > 0 && strings.IndexByte("[(^", rest[0]) >= 0 {
+			closing := map[byte]string{'[': "]", '(': ")", '^': ""}[rest[0]]
+			after := strings.TrimLeft(rest[1:], "0123456789")
+			if len(after) == len(rest)-1 {
+				continue // no digits
+			}
+			if rest, ok = strings.CutPrefix(after, closing); !ok {
+				continue
+			}
+		}
+		rest = strings.TrimLeft(rest, " ")
+		if strings.HasPrefix(rest, ":") {
+			return true
+		}
+	}
+	return false
 }
 
 // maxReferences bounds the References header of a reply; RFC 5322 §3.6.4

@@ -6,7 +6,9 @@ import (
 )
 
 func TestReplyHelpers(t *testing.T) {
-	for in, want := range map[string]string{"Quote": "Re: Quote", "Re: Quote": "Re: Quote", "RE: x": "RE: x", "AW: x": "AW: x"} {
+	for in, want := range map[string]string{"Quote": "Re: Quote", "Re: Quote": "Re: Quote", "RE: x": "RE: x", "AW: x": "AW: x",
+		"Re[2]: x": "Re[2]: x", "RE(3) : x": "RE(3) : x", "Re^2: x": "Re^2: x", "Sv: x": "Sv: x", "Antw: x": "Antw: x",
+		"Re[]: x": "Re: Re[]: x", "Re[2 x": "Re: Re[2 x", "Reply: x": "Re: Reply: x", "Re": "Re: Re", "Re(2]: x": "Re: Re(2]: x", "": "Re: "} {
 		if got := ReplySubject(in); got != want {
 			t.Errorf("ReplySubject(%q) = %q", in, got)
 		}
