@@ -65,8 +65,8 @@ func (in *InboxInput) validatePatchable() error {
 			return err
 		}
 	}
-	if strings.ContainsAny(in.DisplayName.V, "\r\n") {
-		return Invalidf("display_name", "display_name must not contain line breaks.")
+	if hasControl(in.DisplayName.V) {
+		return Invalidf("display_name", "display_name %s.", noControl)
 	}
 	if in.SendPolicy.Set && !slices.Contains(sendPolicies, in.SendPolicy.V) {
 		return Invalidf("send_policy", "send_policy must be allow, approve_all or approve_external.")

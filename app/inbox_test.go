@@ -20,7 +20,7 @@ func TestCreateInboxValidation(t *testing.T) {
 		{`{"address":"a@.example.com"}`, "address", `address "a@.example.com" is not a valid inbox address (user@domain, no +tag).`},
 		{`{"username":"a","domain":"exa mple.com"}`, "address", `address "a@exa mple.com" is not a valid inbox address (user@domain, no +tag).`},
 		{`{"address":"a@example.com","environment":"staging"}`, "environment", "environment must be live or test."},
-		{`{"address":"a@example.com","display_name":"A\r\nBcc: x"}`, "display_name", "display_name must not contain line breaks."},
+		{`{"address":"a@example.com","display_name":"A\r\nBcc: x"}`, "display_name", "display_name must not contain control characters (line breaks, NUL, …); only tab is allowed."},
 		{`{"address":"a@example.com","send_policy":"never"}`, "send_policy", "send_policy must be allow, approve_all or approve_external."},
 		{`{"address":"a@example.com","allowed_domains":["ok.com","bad."]}`, "allowed_domains", `allowed_domains holds an invalid domain "bad.".`},
 		{`{"address":"inbox@localhost"}`, "address", "An inbox with this address already exists."},

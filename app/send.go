@@ -251,8 +251,8 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 	if in.Subject != nil {
 		subject = *in.Subject
 	}
-	if hasLineBreak(subject) {
-		return store.Outgoing{}, false, invalid("subject", "must not contain line breaks")
+	if hasControl(subject) {
+		return store.Outgoing{}, false, invalid("subject", noControl)
 	}
 	n := len(to) + len(cc) + len(bcc)
 	if n == 0 {
@@ -283,15 +283,18 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 			return store.Outgoing{}, false, invalid("headers", "%q is not a valid header name", k)
 		}
 		if hasControl(v) {
-			return store.Outgoing{}, false, invalid("headers."+k, "header values must not contain control characters (line breaks, NUL, …); only tab is allowed")
+			return store.Outgoing{}, false, invalid("headers."+k, "header values "+noControl)
 		}
 		if structuredHeader(k) && strings.ContainsFunc(v, func(r rune) bool { return r >= 0x80 }) {
 			return store.Outgoing{}, false, invalid("headers."+k, "%s must be ASCII (percent-encode a URI beyond ASCII)", k)
 		}
 	}
 	for i, at := range in.Attachments {
-		if at.Filename == "" || hasLineBreak(at.Filename) {
-			return store.Outgoing{}, false, invalid(fmt.Sprintf("attachments[%d].filename", i), "a filename without line breaks is required")
+		if at.Filename == "" {
+			return store.Outgoing{}, false, invalid(fmt.Sprintf("attachments[%d].filename", i), "a filename is required")
+		}
+		if hasControl(at.Filename) {
+			return store.Outgoing{}, false, invalid(fmt.Sprintf("attachments[%d].filename", i), noControl)
 		}
 	}
 
@@ -333,7 +336,9 @@ func invalid(field, format string, args ...any) error {
 	return Invalidf(field, "%s: %s.", field, fmt.Sprintf(format, args...))
 }
 
-func hasLineBreak(s string) bool { return strings.ContainsAny(s, "\r\n") }
+// noControl is the answer to a control character in what becomes a
+// header: a subject, a display name, a filename, a header value.
+const noControl = "must not contain control characters (line breaks, NUL, …); only tab is allowed"
 
 // hasControl reports a C0 control character or DEL other than HTAB, which
 // RFC 5322 §3.2.2 allows as white space in a header body: CR and LF would
@@ -358,8 +363,8 @@ func validateAddresses(field string, as []message.Address) error {
 		if !message.ValidAddress(addr.Email) {
 			return invalid(fmt.Sprintf("%s[%d].email", field, i), "%q is not a valid email address", addr.Email)
 		}
-		if hasLineBreak(addr.Name) {
-			return invalid(fmt.Sprintf("%s[%d].name", field, i), "must not contain line breaks")
+		if hasControl(addr.Name) {
+			return invalid(fmt.Sprintf("%s[%d].name", field, i), noControl)
 		}
 	}
 	return nil
