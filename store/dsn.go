@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/inboxd/inboxd/message"
 )
@@ -50,10 +53,8 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 			if r.Action != "failed" || r.Email == "" {
 				continue
 			}
-			text := r.Diagnostic
-			if text == "" {
-				text = r.Status
-			}
+			code := dsnCode(r.Diagnostic, r.Status)
+			text := cmp.Or(withoutReplyCode(r.Diagnostic, code), r.Status)
 			rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries WHERE message_id = ? AND lower(email) = lower(?)`, id, r.Email)
 			if err != nil {
 				return fmt.Errorf("find bounced delivery: %w", err)
@@ -64,7 +65,7 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 					rows.Close()
 					return fmt.Errorf("find bounced delivery: %w", err)
 				}
-				results = append(results, DeliveryResult{ID: d, Status: StatusBounced, Code: dsnCode(r.Diagnostic, r.Status), Message: text})
+				results = append(results, DeliveryResult{ID: d, Status: StatusBounced, Code: code, Message: text})
 			}
 			rows.Close()
 		}
@@ -76,6 +77,16 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 // digits not part of a longer number, an IP address or an enhanced status
 // code, so "host mx[192.0.2.1] said: 550 5.1.1 …" yields 550.
 var replyCode = regexp.MustCompile(`(?:^|[^0-9.])([45][0-9][0-9])(?:[^0-9.]|$)`)
+
+// withoutReplyCode is a diagnostic without the reply code it starts with
+// ("550 5.1.1 unknown" or "550-5.1.1 unknown" is "5.1.1 unknown"), the
+// code being stored on its own, as for a relay's reply.
+func withoutReplyCode(diagnostic string, code int) string {
+	if rest, ok := strings.CutPrefix(diagnostic, strconv.Itoa(code)); ok && rest != "" && (rest[0] == ' ' || rest[0] == '-') {
+		return strings.TrimSpace(rest[1:])
+	}
+	return diagnostic
+}
 
 // dsnCode is the SMTP code stored for a bounced recipient: the reply code
 // in the diagnostic, else one derived from the status class (RFC 3463

@@ -153,7 +153,7 @@ func TestDSNBouncesTheFailedRecipient(t *testing.T) {
 	}
 	alice := after[0]
 	if alice.Status != StatusBounced || alice.Code.Int64 != 550 || alice.NextAttempt.Valid || alice.UpdatedAt < before[0].UpdatedAt ||
-		alice.Message.String != "550 5.1.1 <alice@example.com>: Recipient address rejected: User unknown" {
+		alice.Message.String != "5.1.1 <alice@example.com>: Recipient address rejected: User unknown" {
 		t.Errorf("failed recipient: %+v", alice)
 	}
 	if after[1] != before[1] {
