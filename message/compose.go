@@ -89,6 +89,11 @@ func Compose(d Draft) ([]byte, error) {
 	if len(d.Cc) > 0 {
 		h.SetAddressList("Cc", toMailAddrs(d.Cc))
 	}
+	if len(d.To)+len(d.Cc) == 0 {
+		// Bcc only: an empty group says so, as mail servers write it
+		// (RFC 5322 §3.6.3 allows no To, but filters score its absence).
+		h.Set("To", "undisclosed-recipients:;")
+	}
 	if len(d.ReplyTo) > 0 {
 		h.SetAddressList("Reply-To", toMailAddrs(d.ReplyTo))
 	}

@@ -138,3 +138,27 @@ print(json.dumps({"parts": [p.get_content_type() for p in m.iter_parts()], "name
 		t.Fatalf("python parse: %s", out)
 	}
 }
+
+// A message for Bcc recipients only says so in To with an empty group;
+// it reads back with no To addresses, and Python finds no defect.
+func TestComposeBccOnlyHasUndisclosedTo(t *testing.T) {
+	raw, err := Compose(Draft{From: Address{Email: "agent@localhost"}, Text: "x", MessageID: "m4@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("\r\nTo: undisclosed-recipients:;\r\n")) {
+		t.Fatalf("no To:\n%s", raw)
+	}
+	if p := Parse(raw); p.ParseError != "" || len(p.To) != 0 {
+		t.Errorf("parsed To %+v, error %q", p.To, p.ParseError)
+	}
+	cmd := exec.Command("python3", "-c", `
+import email, email.policy, sys
+m = email.message_from_bytes(sys.stdin.buffer.read(), policy=email.policy.default)
+print(len(m["to"].addresses), len(m.defects) + len(m["to"].defects))
+`)
+	cmd.Stdin = bytes.NewReader(raw)
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != "0 0" {
+		t.Errorf("python: %s %v", out, err)
+	}
+}
