@@ -1386,7 +1386,7 @@ func TestMCPSend(t *testing.T) {
 		read.Fence.unfence(t, read.Messages[1].Body.Text) != "Tomorrow." {
 		t.Fatalf("the thread after the reply: %+v", read.Messages)
 	}
-	if msg := toolError(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "reply_to_message_id": "msg_01XXXXXXXXXXXXXXXXXXXXXXXX", "text": "x"})); msg != "Error (not_found): Resource not found." {
+	if msg := toolError(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "reply_to_message_id": "msg_01XXXXXXXXXXXXXXXXXXXXXXXX", "text": "x"})); msg != "Error (not_found, argument reply_to_message_id): Resource not found." {
 		t.Errorf("a reply to a missing message: %q", msg)
 	}
 	if msg := toolError(t, call(t, agent, "reply_to_message", map[string]any{"inbox_id": inbox, "text": "x"})); msg != "Error (invalid_request, argument reply_to_message_id): reply_to_message_id is required." {
