@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"net/textproto"
 	"slices"
 	"strings"
 	"time"
@@ -16,25 +17,43 @@ import (
 	gomail "github.com/emersion/go-message/mail"
 )
 
-// encodeField is a custom header's value with RFC 2047 words where it
-// goes beyond ASCII (a value that is ASCII is left as it is): the whole
-// of an unstructured (X-*) value, and each phrase of Keywords'
-// comma-separated list beyond ASCII, in base64 (a Q word in a phrase may
-// not hold the specials it would leave plain). The other headers a send
-// may set are structured and must be ASCII already.
-func encodeField(name, value string) string {
-	ascii := func(s string) bool { return !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) }
-	if !strings.EqualFold(name, "Keywords") || ascii(value) {
-		return mime.QEncoding.Encode("utf-8", value)
-	}
-	phrases := strings.Split(value, ",")
-	for i, p := range phrases {
-		if p = strings.TrimSpace(p); !ascii(p) {
-			p = mime.BEncoding.Encode("utf-8", p)
+// setField sets a custom header, with RFC 2047 words where its value
+// goes beyond ASCII or reads like an encoded-word: the whole of an
+// unstructured (X-*) value, folded to 76 characters a line, and each
+// phrase of Keywords' comma-separated list beyond ASCII, in base64 (a Q
+// word in a phrase may not hold the specials it would leave plain). The
+// other headers a send may set are structured and must be ASCII already.
+func setField(h *gomail.Header, name, value string) {
+	switch {
+	case strings.EqualFold(name, "Keywords"):
+		phrases := strings.Split(value, ",")
+		for i, p := range phrases {
+			if p = strings.TrimSpace(p); !isASCII(p) {
+				p = mime.BEncoding.Encode("utf-8", p)
+			}
+			phrases[i] = p
 		}
-		phrases[i] = p
+		h.Set(name, strings.Join(phrases, ", "))
+	case len(name) > 2 && strings.EqualFold(name[:2], "x-") && needsWords(value):
+		h.Del(name)
+		h.AddRaw(wordsField(textproto.CanonicalMIMEHeaderKey(name), value))
+	default:
+		h.Set(name, mime.QEncoding.Encode("utf-8", value))
 	}
-	return strings.Join(phrases, ", ")
+}
+
+// setSubject sets Subject, in folded encoded-words when it needs them.
+func setSubject(h *gomail.Header, subject string) {
+	if !needsWords(subject) {
+		h.SetSubject(subject)
+		return
+	}
+	h.Del("Subject")
+	h.AddRaw(wordsField("Subject", subject))
+}
+
+func isASCII(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf })
 }
 
 // File is an attachment to compose.
@@ -97,7 +116,7 @@ func Compose(d Draft) ([]byte, error) {
 	if len(d.ReplyTo) > 0 {
 		h.SetAddressList("Reply-To", toMailAddrs(d.ReplyTo))
 	}
-	h.SetSubject(d.Subject)
+	setSubject(&h, d.Subject)
 	h.SetMessageID(d.MessageID)
 	if d.InReplyTo != "" {
 		h.SetMsgIDList("In-Reply-To", []string{d.InReplyTo})
@@ -108,7 +127,7 @@ func Compose(d Draft) ([]byte, error) {
 	h.Set("MIME-Version", "1.0")
 	// Fields are added at the top: in reverse, they read in sorted order.
 	for _, k := range slices.Backward(slices.Sorted(maps.Keys(d.Headers))) {
-		h.Set(k, encodeField(k, d.Headers[k]))
+		setField(&h, k, d.Headers[k])
 	}
 
 	var buf bytes.Buffer

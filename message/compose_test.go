@@ -162,3 +162,50 @@ print(len(m["to"].addresses), len(m.defects) + len(m["to"].defects))
 		t.Errorf("python: %s %v", out, err)
 	}
 }
+
+// Encoded-words are folded so that no line holds more than 76 characters
+// (RFC 2047 §2), in Q for mostly-ASCII text and B for CJK, and text that
+// merely looks like an encoded-word is encoded, so it reads back as
+// written instead of decoded.
+func TestComposeFoldsEncodedWords(t *testing.T) {
+	subjects := []string{
+		strings.Repeat("Grüße aus Köln ", 20),
+		strings.Repeat("会議の議題について確認します", 8),
+		"=?utf-8?q?Hacked?=",
+		"Preis: 20 € =?ist das?= ok_so",
+	}
+	for _, subject := range subjects {
+		long := strings.Repeat("wörld ", 30)
+		raw, err := Compose(Draft{From: Address{Email: "agent@localhost"}, To: []Address{{Email: "a@example.com"}}, Subject: subject, Text: "x",
+			Headers:   map[string]string{"X-Long": long, "X-A-Rather-Long-Header-Name-That-Leaves-Little-Room-On-Its-Line": "Grüße"},
+			MessageID: "m5@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
+		for _, line := range bytes.Split(head, []byte("\r\n")) {
+			if len(line) > 76 && bytes.Contains(line, []byte("=?")) && !bytes.HasPrefix(line, []byte("X-A-Rather")) {
+				t.Errorf("%q: a line of %d characters: %s", subject, len(line), line)
+			}
+		}
+		p := Parse(raw)
+		if p.Subject != strings.TrimSpace(subject) {
+			t.Errorf("subject %q read back as %q", subject, p.Subject)
+		}
+		cmd := exec.Command("python3", "-c", `
+import email, email.policy, json, sys
+m = email.message_from_bytes(sys.stdin.buffer.read(), policy=email.policy.default)
+print(json.dumps([str(m["subject"]), str(m["x-long"]), str(m["x-a-rather-long-header-name-that-leaves-little-room-on-its-line"]), len(m.defects)]))
+`)
+		cmd.Stdin = bytes.NewReader(raw)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("python email: %v", err)
+		}
+		var py []any
+		json.Unmarshal(out, &py)
+		if len(py) != 4 || py[0] != subject || py[1] != long || py[2] != "Grüße" || py[3] != float64(0) {
+			t.Errorf("%q: python read %s", subject, out)
+		}
+	}
+}

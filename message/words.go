@@ -1,0 +1,109 @@
+package message
+
+import (
+	"encoding/base64"
+	"strings"
+	"unicode/utf8"
+)
+
+// RFC 2047 §2: an encoded-word is at most 75 characters, and a header
+// line holding one at most 76.
+const (
+	maxWord      = 75
+	maxWordLine  = 76
+	wordOverhead = len("=?utf-8?q?") + len("?=")
+	minFirstWord = wordOverhead + 4 // room for a character or two after a long name
+)
+
+// needsWords reports whether an unstructured value (Subject, X-*) has to
+// be written as encoded-words: it goes beyond ASCII, or holds text that
+// a reader would take for an encoded-word and decode (RFC 2047 §5 (1)).
+func needsWords(value string) bool {
+	return !isASCII(value) || strings.Contains(value, "=?")
+}
+
+// wordsField is "name: value" as a header field ready to write, CRLF
+// included: value as UTF-8 encoded-words (Q, or B when most of it is
+// beyond ASCII and B is the shorter), each holding whole characters,
+// folded between words so that no line is longer than 76 characters.
+// Readers drop the folding between encoded-words, so the value reads back
+// exactly.
+func wordsField(name, value string) []byte {
+	// A name too long to leave room on its line still gets its first word
+	// there: a value starting on the next line reads with a leading space.
+	first := max(maxWordLine-len(name)-len(": "), minFirstWord)
+	b := []byte(name + ":")
+	for i, w := range encodeWords(value, first) {
+		if i > 0 {
+			b = append(b, "\r\n"...)
+		}
+		b = append(append(b, ' '), w...)
+	}
+	return append(b, "\r\n"...)
+}
+
+// encodeWords splits value into encoded-words, the first at most first
+// characters long and the rest at most maxWord.
+func encodeWords(value string, first int) []string {
+	nonASCII := 0
+	for i := range len(value) {
+		if value[i] >= utf8.RuneSelf {
+			nonASCII++
+		}
+	}
+	b64 := nonASCII*3 > len(value) // Q spends 3 characters on each such byte, B 4 on every 3
+	var words []string
+	var piece []byte // the text of the word being filled
+	qLen, limit := 0, first
+	for _, r := range value {
+		var rb [utf8.UTFMax]byte
+		next := rb[:utf8.EncodeRune(rb[:], r)]
+		grow := 0
+		for _, c := range next {
+			grow += qWidth(c)
+		}
+		fits := wordOverhead+qLen+grow <= limit
+		if b64 {
+			fits = wordOverhead+base64.StdEncoding.EncodedLen(len(piece)+len(next)) <= limit
+		}
+		if !fits && len(piece) > 0 {
+			words = append(words, encodeWord(piece, b64))
+			piece, qLen, limit = piece[:0], 0, maxWord
+		}
+		piece = append(piece, next...)
+		qLen += grow
+	}
+	return append(words, encodeWord(piece, b64))
+}
+
+// encodeWord is text as one UTF-8 encoded-word, in B or Q.
+func encodeWord(text []byte, b64 bool) string {
+	if b64 {
+		return "=?utf-8?b?" + base64.StdEncoding.EncodeToString(text) + "?="
+	}
+	const hex = "0123456789ABCDEF"
+	w := []byte("=?utf-8?q?")
+	for _, c := range text {
+		switch {
+		case c == ' ':
+			w = append(w, '_')
+		case qPlain(c):
+			w = append(w, c)
+		default:
+			w = append(w, '=', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(append(w, "?="...))
+}
+
+// qPlain reports whether RFC 2047's Q encoding leaves c as it is in
+// unstructured text (§4.2, §5 (1)): printable ASCII but "=", "?" and "_".
+func qPlain(c byte) bool { return c > ' ' && c <= '~' && c != '=' && c != '?' && c != '_' }
+
+// qWidth is how many characters c takes in Q.
+func qWidth(c byte) int {
+	if c == ' ' || qPlain(c) {
+		return 1
+	}
+	return 3
+}
