@@ -34,7 +34,7 @@ func setField(h *gomail.Header, name, value string) {
 			phrases[i] = p
 		}
 		h.Set(name, strings.Join(phrases, ", "))
-	case len(name) > 2 && strings.EqualFold(name[:2], "x-") && needsWords(value):
+	case len(name) > 2 && strings.EqualFold(name[:2], "x-") && needsWords(name, value):
 		h.Del(name)
 		h.AddRaw(wordsField(textproto.CanonicalMIMEHeaderKey(name), value))
 	default:
@@ -44,7 +44,7 @@ func setField(h *gomail.Header, name, value string) {
 
 // setSubject sets Subject, in folded encoded-words when it needs them.
 func setSubject(h *gomail.Header, subject string) {
-	if !needsWords(subject) {
+	if !needsWords("Subject", subject) {
 		h.SetSubject(subject)
 		return
 	}

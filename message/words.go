@@ -9,17 +9,30 @@ import (
 // RFC 2047 §2: an encoded-word is at most 75 characters, and a header
 // line holding one at most 76.
 const (
+	maxLine      = 998 // RFC 5322 §2.1.1, any header line
 	maxWord      = 75
 	maxWordLine  = 76
 	wordOverhead = len("=?utf-8?q?") + len("?=")
 	minFirstWord = wordOverhead + 4 // room for a character or two after a long name
 )
 
-// needsWords reports whether an unstructured value (Subject, X-*) has to
-// be written as encoded-words: it goes beyond ASCII, or holds text that
-// a reader would take for an encoded-word and decode (RFC 2047 §5 (1)).
-func needsWords(value string) bool {
-	return !isASCII(value) || strings.Contains(value, "=?")
+// needsWords reports whether the unstructured value (Subject, X-*) of
+// field name has to be written as encoded-words: it goes beyond ASCII,
+// holds text a reader would take for an encoded-word and decode (RFC
+// 2047 §5 (1)), or has a run without white space too long for one line
+// (RFC 5322 §2.1.1's 998), which plain folding could only break by
+// adding a space, where encoded-words fold without changing the text.
+func needsWords(name, value string) bool {
+	if !isASCII(value) || strings.Contains(value, "=?") {
+		return true
+	}
+	room := maxLine - len(name) - len(": ")
+	for _, run := range strings.FieldsFunc(value, func(r rune) bool { return r == ' ' || r == '\t' }) {
+		if len(run) > room {
+			return true
+		}
+	}
+	return false
 }
 
 // wordsField is "name: value" as a header field ready to write, CRLF
