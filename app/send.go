@@ -83,7 +83,7 @@ var allowedHeaders = []string{"List-Unsubscribe", "List-Unsubscribe-Post", "Auto
 
 // settableHeader reports whether a send's "headers" may set the header.
 func settableHeader(k string) bool {
-	return strings.HasPrefix(strings.ToLower(k), "x-") || slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) })
+	return len(k) > 2 && strings.EqualFold(k[:2], "x-") || slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) })
 }
 
 // structuredHeader reports a settable header whose value has a syntax of
