@@ -85,12 +85,57 @@ func NewMessageID(domain string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])) + "@" + domain
 }
 
-func toMailAddrs(as []Address) []*gomail.Address {
-	out := make([]*gomail.Address, len(as))
-	for i, a := range as {
-		out[i] = &gomail.Address{Name: a.Name, Address: a.Email}
+// setAddressList sets an address field, if as has any, as go-message
+// formats it (display names beyond ASCII in encoded-words), folded at
+// its spaces so that a line holds at most 76 characters where a space
+// allows: go-message's folding gives up on a line whose first word does
+// not fit and writes it up to 998 (RFC 2047 §2 allows 76 for a line with
+// encoded-words).
+func setAddressList(h *gomail.Header, name string, as []Address) {
+	if len(as) == 0 {
+		return
 	}
-	return out
+	list := make([]string, len(as))
+	for i, a := range as {
+		list[i] = (&gomail.Address{Name: a.Name, Address: a.Email}).String()
+	}
+	v := strings.Join(list, ", ")
+	if len(name)+len(": ")+len(v) <= maxWordLine {
+		h.Set(name, v)
+		return
+	}
+	b := []byte(name + ":")
+	n := len(b)
+	for _, tok := range splitOutsideQuotes(v) {
+		// A structured field may fold right after its colon; a run of
+		// spaces stays on its line rather than leave one blank.
+		if tok != "" && n > 0 && n+1+len(tok) > maxWordLine {
+			b, n = append(b, "\r\n"...), 0
+		}
+		b = append(append(b, ' '), tok...)
+		n += 1 + len(tok)
+	}
+	h.Del(name)
+	h.AddRaw(append(b, "\r\n"...))
+}
+
+// splitOutsideQuotes splits v at its spaces, except inside quoted
+// strings: folding there is allowed (RFC 5322 §3.2.4) but not read right
+// everywhere.
+func splitOutsideQuotes(v string) []string {
+	var toks []string
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\' && quoted:
+			i++ // the escaped character
+		case c == '"':
+			quoted = !quoted
+		case c == ' ' && !quoted:
+			toks, start = append(toks, v[start:i]), i+1
+		}
+	}
+	return append(toks, v[start:])
 }
 
 // Compose builds the RFC 5322 message with go-message: CRLF line ends,
@@ -101,21 +146,15 @@ func toMailAddrs(as []Address) []*gomail.Address {
 func Compose(d Draft) ([]byte, error) {
 	var h gomail.Header
 	h.SetDate(d.Date)
-	h.SetAddressList("From", toMailAddrs([]Address{d.From}))
-	if len(d.To) > 0 {
-		h.SetAddressList("To", toMailAddrs(d.To))
-	}
-	if len(d.Cc) > 0 {
-		h.SetAddressList("Cc", toMailAddrs(d.Cc))
-	}
+	setAddressList(&h, "From", []Address{d.From})
+	setAddressList(&h, "To", d.To)
+	setAddressList(&h, "Cc", d.Cc)
 	if len(d.To)+len(d.Cc) == 0 {
 		// Bcc only: an empty group says so, as mail servers write it
 		// (RFC 5322 §3.6.3 allows no To, but filters score its absence).
 		h.Set("To", "undisclosed-recipients:;")
 	}
-	if len(d.ReplyTo) > 0 {
-		h.SetAddressList("Reply-To", toMailAddrs(d.ReplyTo))
-	}
+	setAddressList(&h, "Reply-To", d.ReplyTo)
 	setSubject(&h, d.Subject)
 	h.SetMessageID(d.MessageID)
 	if d.InReplyTo != "" {
