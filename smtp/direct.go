@@ -255,16 +255,9 @@ func (d *Direct) connect(ctx context.Context, cut *cutter, host string) (*gosmtp
 		return nil, err
 	}
 	tc := &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
-	c, _, err := startTLSOrPlain(conn, tc, d.cfg.Timeout, func() (net.Conn, error) { return d.dial(ctx, cut, addr) })
+	c, _, err := startTLSOrPlain(conn, tc, d.cfg.Hostname, d.cfg.Timeout, func() (net.Conn, error) { return d.dial(ctx, cut, addr) })
 	if err != nil {
-		return nil, err
-	}
-	c.CommandTimeout = d.cfg.Timeout
-	c.SubmissionTimeout = d.cfg.Timeout
-	// As for the relay: after STARTTLS, the EHLO that counts.
-	if err := c.Hello(d.cfg.Hostname); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%s: EHLO: %w", host, err)
+		return nil, fmt.Errorf("%s: %w", host, err)
 	}
 	return c, nil
 }
@@ -277,23 +270,4 @@ func (d *Direct) dial(ctx context.Context, cut *cutter, addr string) (net.Conn, 
 	}
 	cut.use(conn)
 	return conn, nil
-}
-
-// startTLSOrPlain opens an SMTP session over conn with opportunistic TLS
-// (RFC 7435): STARTTLS when the server offers it, its certificate not
-// verified, and a server that offers no STARTTLS, or whose handshake
-// fails, spoken to in plain text on a second connection from redial. It
-// returns the connection the session runs on, under any TLS, and bounds
-// the greeting and handshake by timeout.
-func startTLSOrPlain(conn net.Conn, tc *tls.Config, timeout time.Duration, redial func() (net.Conn, error)) (*gosmtp.Client, net.Conn, error) {
-	conn.SetDeadline(time.Now().Add(timeout))
-	c, err := gosmtp.NewClientStartTLS(conn, tc)
-	if err == nil {
-		conn.SetDeadline(time.Time{})
-		return c, conn, nil
-	}
-	if conn, err = redial(); err != nil {
-		return nil, nil, err
-	}
-	return gosmtp.NewClient(conn), conn, nil
 }

@@ -347,6 +347,14 @@ func (r *Relay) connect(ctx context.Context, cut *cutter) (*gosmtp.Client, error
 		return r.client, nil
 	}
 	d := &net.Dialer{Timeout: r.cfg.Timeout}
+	dial := func() (net.Conn, error) {
+		conn, err := d.DialContext(ctx, "tcp", r.u.Host)
+		if err != nil {
+			return nil, fmt.Errorf("dial relay: %w", err)
+		}
+		cut.use(conn)
+		return conn, nil
+	}
 	var c *gosmtp.Client
 	var conn net.Conn
 	var err error
@@ -356,46 +364,29 @@ func (r *Relay) connect(ctx context.Context, cut *cutter) (*gosmtp.Client, error
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
 		cut.use(conn)
-		c = gosmtp.NewClient(conn)
-	default:
-		dial := func() (net.Conn, error) {
-			conn, err := d.DialContext(ctx, "tcp", r.u.Host)
-			if err != nil {
-				return nil, fmt.Errorf("dial relay: %w", err)
-			}
-			cut.use(conn)
-			return conn, nil
-		}
+		c, err = open(conn, nil, r.cfg.Hostname, r.cfg.Timeout)
+	case r.cfg.Insecure:
+		// A plaintext relay is allowed, not chosen: STARTTLS when the
+		// relay offers it keeps the credentials and the mail out of
+		// clear text, as opportunistic TLS between mail servers does.
 		if conn, err = dial(); err != nil {
 			return nil, err
 		}
-		if r.cfg.Insecure {
-			// A plaintext relay is allowed, not chosen: STARTTLS when the
-			// relay offers it keeps the credentials and the mail out of
-			// clear text, as opportunistic TLS between mail servers does.
-			tc := r.tls.Clone()
-			tc.InsecureSkipVerify = true
-			if c, conn, err = startTLSOrPlain(conn, tc, r.cfg.Timeout, dial); err != nil {
-				return nil, err
-			}
-			break
-		}
+		tc := r.tls.Clone()
+		tc.InsecureSkipVerify = true
+		c, conn, err = startTLSOrPlain(conn, tc, r.cfg.Hostname, r.cfg.Timeout, dial)
+	default:
 		// STARTTLS is required and the certificate verified.
-		if c, err = gosmtp.NewClientStartTLS(conn, r.tls); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("relay STARTTLS (use smtps:// or --relay-insecure for a plaintext relay): %w", err)
+		if conn, err = dial(); err != nil {
+			return nil, err
+		}
+		if c, err = open(conn, r.tls, r.cfg.Hostname, r.cfg.Timeout); err != nil {
+			return nil, fmt.Errorf("relay %w (smtps:// or --relay-insecure for a relay without STARTTLS, --relay-ca-file for a private CA)", err)
 		}
 	}
-	// EHLO with our name. After STARTTLS this is the EHLO over TLS, the
-	// one the relay goes by (RFC 3207 §4.2); the one before it, which
-	// NewClientStartTLS says as "localhost", go-smtp keeps out of reach
-	// on purpose (emersion/go-smtp#297).
-	if err := c.Hello(r.cfg.Hostname); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("relay EHLO: %w", err)
+	if err != nil {
+		return nil, fmt.Errorf("relay %w", err)
 	}
-	c.CommandTimeout = r.cfg.Timeout
-	c.SubmissionTimeout = r.cfg.Timeout
 	if r.u.User != nil {
 		pass, _ := r.u.User.Password()
 		var auth sasl.Client
