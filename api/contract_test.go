@@ -153,6 +153,11 @@ func TestSendHeaderControls(t *testing.T) {
 	if n := e.outboundCount(e.boot.Inbox.ID); n != 0 {
 		t.Fatalf("%d messages sent with control characters in a header", n)
 	}
+	// The longest name allowed is sent (one of 74 made go-message panic).
+	long := "X-" + strings.Repeat("n", 62)
+	if r := e.sendReq(e.admin, e.boot.Inbox.ID, "", `{"to":["a@example.com"],"text":"t","headers":{"`+long+`":"a value"}}`); r.status != http.StatusAccepted {
+		t.Fatalf("a header name of 64: %d %s", r.status, r.body)
+	}
 	r := e.sendReq(e.admin, e.boot.Inbox.ID, "", `{"to":["a@example.com"],"text":"t","headers":{"X-Foo":"a\tb"}}`)
 	if r.status != http.StatusAccepted {
 		t.Fatalf("a tab in a header value: %d %s", r.status, r.body)

@@ -81,6 +81,11 @@ func sendResult(r store.SendResult) SendResult {
 // allowedHeaders may be set through "headers" besides X-* (SPEC §6).
 var allowedHeaders = []string{"List-Unsubscribe", "List-Unsubscribe-Post", "Auto-Submitted", "Precedence", "Keywords"}
 
+// maxHeaderName bounds a settable header's name. RFC 5322 sets no limit
+// but the line's; this one leaves the value room on the name's line, as
+// folding needs (go-message cannot fold a value after a name of 74).
+const maxHeaderName = 64
+
 // settableHeader reports whether a send's "headers" may set the header.
 func settableHeader(k string) bool {
 	return len(k) > 2 && strings.EqualFold(k[:2], "x-") || slices.ContainsFunc(allowedHeaders, func(h string) bool { return strings.EqualFold(h, k) })
@@ -281,6 +286,9 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 		}
 		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == ':' }) {
 			return store.Outgoing{}, false, invalid("headers", "%q is not a valid header name", k)
+		}
+		if len(k) > maxHeaderName {
+			return store.Outgoing{}, false, invalid("headers."+k, "a header name is at most %d characters", maxHeaderName)
 		}
 		if hasControl(v) {
 			return store.Outgoing{}, false, invalid("headers."+k, "header values "+noControl)

@@ -36,6 +36,7 @@ func TestSendValidation(t *testing.T) {
 		{`{"to":["a@b.c"],"headers":{"X-A":"1","x-a":"2"}}`, "headers.x-a", `headers.x-a: header "x-a" is given twice, as "X-A" too (header names are not case-sensitive).`},
 		{`{"to":["a@b.c"],"headers":{"List-Unsubscribe":"<https://e.example/ü>"}}`, "headers.List-Unsubscribe", "headers.List-Unsubscribe: List-Unsubscribe must be ASCII (percent-encode a URI beyond ASCII)."},
 		{`{"to":["a@b.c"],"headers":{"From":"ceo@x"}}`, "headers.From", `headers.From: header "From" cannot be set; only X-* and List-Unsubscribe, List-Unsubscribe-Post, Auto-Submitted, Precedence, Keywords are allowed.`},
+		{`{"to":["a@b.c"],"headers":{"X-` + strings.Repeat("a", 63) + `":"v"}}`, "headers.X-" + strings.Repeat("a", 63), "headers.X-" + strings.Repeat("a", 63) + ": a header name is at most 64 characters."},
 		{`{"to":["a@b.c"],"headers":{"x-":"v"}}`, "headers.x-", `headers.x-: header "x-" cannot be set; only X-* and List-Unsubscribe, List-Unsubscribe-Post, Auto-Submitted, Precedence, Keywords are allowed.`},
 		{`{"to":[` + strings.Join(many, ",") + `]}`, "to", "to: at most 100 recipients per message, got 101."},
 		{`{"attachments":[{"filename":"a","content_base64":"!"}]}`, "attachments[0].content_base64", "content_base64 is not valid base64."},
