@@ -238,7 +238,7 @@ func (a *App) compose(ctx context.Context, ib store.Inbox, in SendInput) (store.
 			// recipient never saw it, so there is no parent to name.
 			inReplyTo = strings.Trim(parent.RFCMessageID, "<>")
 		}
-		refs = thread.ReplyReferences(thread.ExtractIDs(parent.References), inReplyTo)
+		refs = thread.ReplyReferences(thread.ExtractIDs(parent.References), thread.ExtractIDs(parent.InReplyTo), inReplyTo)
 		// What the parent's sender wrote is made fit for a header, not
 		// refused: the caller did not write it and cannot fix it.
 		subject = oneLine(thread.ReplySubject(parent.Subject))

@@ -42,10 +42,14 @@ func hasReplyPrefix(lower string) bool {
 // allows trimming, and keeping the first id keeps the thread's root.
 const maxReferences = 20
 
-// ReplyReferences is the parent's References plus the parent's id (none
-// when parentID is ""), trimmed from the front (keeping the first) when
-// too long.
-func ReplyReferences(parentRefs []string, parentID string) []string {
+// ReplyReferences is a reply's References (RFC 5322 §3.6.4): the
+// parent's References, or when it has none its In-Reply-To if that is one
+// id, then the parent's own id (none when parentID is ""), trimmed from
+// the front (keeping the first) when too long.
+func ReplyReferences(parentRefs, parentInReplyTo []string, parentID string) []string {
+	if len(parentRefs) == 0 && len(parentInReplyTo) == 1 {
+		parentRefs = parentInReplyTo
+	}
 	refs := append([]string{}, parentRefs...)
 	if parentID != "" {
 		refs = append(refs, parentID)
