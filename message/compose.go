@@ -279,15 +279,20 @@ func writePart(create func(gomail.InlineHeader) (io.WriteCloser, error), ct, bod
 const maxParamPiece = 60
 
 // attachmentDisposition is an attachment's Content-Disposition: the
-// filename quoted when it is ASCII, else in RFC 2231's encoded form
-// (filename*=utf-8”…, where an encoded-word inside quotes is what RFC
-// 2047 §5 forbids), split into numbered pieces when long (RFC 2231 §3)
-// so the header folds between them rather than inside the name.
+// filename quoted when it is ASCII, short, and reads as nothing else,
+// else in RFC 2231's encoded form (filename*=utf-8 and the name
+// percent-encoded; an encoded-word inside quotes is what RFC 2047 §5
+// forbids, and a name that looks like one would be decoded), split into
+// numbered pieces when long (RFC 2231 §3) so the header folds between
+// them rather than inside the name.
 func attachmentDisposition(filename string) string {
 	d := mime.FormatMediaType("attachment", map[string]string{"filename": filename})
-	ext, ok := strings.CutPrefix(d, "attachment; filename*=")
-	if !ok || len(ext) <= maxParamPiece {
+	if isASCII(filename) && !strings.Contains(filename, "=?") && len(d) <= len("attachment; ")+maxWord {
 		return d
+	}
+	ext := "utf-8''" + percentEncode(filename)
+	if len(ext) <= maxParamPiece {
+		return "attachment; filename*=" + ext
 	}
 	var b strings.Builder
 	b.WriteString("attachment")
@@ -298,6 +303,23 @@ func attachmentDisposition(filename string) string {
 		}
 		fmt.Fprintf(&b, "; filename*%d*=%s", n, ext[:cut])
 		ext = ext[cut:]
+	}
+	return b.String()
+}
+
+// percentEncode is s as an RFC 2231 value: attribute-chars (RFC 2045's
+// token characters but "*", "'" and "%") as they are, every other byte
+// as %XX.
+func percentEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := range len(s) {
+		c := s[i]
+		if c > ' ' && c < 0x7f && !strings.ContainsRune(`*'%()<>@,;:\"/[]?=`, rune(c)) {
+			b.WriteByte(c)
+		} else {
+			b.Write([]byte{'%', hex[c>>4], hex[c&15]})
+		}
 	}
 	return b.String()
 }

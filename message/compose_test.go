@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,10 +85,13 @@ func TestValidAddress(t *testing.T) {
 // our parser and in Python's.
 func TestComposeOneBodyWithAttachments(t *testing.T) {
 	long := strings.Repeat("Übersicht der Änderungen für das Jahr ", 4) + "2026.pdf"
+	longASCII := strings.Repeat(`Quarterly "report" (final) `, 12) + "v2.pdf" // not a backslash: readers take it for a path
+	lookalike := "=?utf-8?q?Hacked?=.txt"
 	raw, err := Compose(Draft{
 		From: Address{Email: "agent@localhost"}, To: []Address{{Email: "a@example.com"}}, Text: "see attached",
-		Attachments: []File{{Filename: "Grüße.txt", ContentType: "text/plain", Data: []byte("hi")}, {Filename: long, ContentType: "application/pdf", Data: []byte("%PDF")}},
-		MessageID:   "m3@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC),
+		Attachments: []File{{Filename: "Grüße.txt", ContentType: "text/plain", Data: []byte("hi")}, {Filename: long, ContentType: "application/pdf", Data: []byte("%PDF")},
+			{Filename: longASCII, ContentType: "application/pdf", Data: []byte("%PDF")}, {Filename: lookalike, ContentType: "text/plain", Data: []byte("x")}},
+		MessageID: "m3@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +108,21 @@ func TestComposeOneBodyWithAttachments(t *testing.T) {
 		}
 	}
 	p := Parse(raw)
-	if p.ParseError != "" || p.Text != "see attached" || len(p.Attachments) != 2 || p.Attachments[0].Filename != "Grüße.txt" || p.Attachments[1].Filename != long {
+	want := []string{"Grüße.txt", long, longASCII, lookalike}
+	if p.ParseError != "" || p.Text != "see attached" || len(p.Attachments) != len(want) {
 		t.Fatalf("go parse: %+v", p)
+	}
+	for i, name := range want {
+		if p.Attachments[i].Filename != name {
+			t.Errorf("attachment %d read back as %q, want %q", i, p.Attachments[i].Filename, name)
+		}
 	}
 	var py struct {
 		Parts, Names []string
 		Defects      int
 	}
 	out := pythonReads(t, raw, `{"parts": [p.get_content_type() for p in m.iter_parts()], "names": [a.get_filename() for a in m.iter_attachments()], "defects": len(m.defects)}`, &py)
-	if strings.Join(py.Parts, ",") != "text/plain,text/plain,application/pdf" || len(py.Names) != 2 || py.Names[0] != "Grüße.txt" || py.Names[1] != long || py.Defects != 0 {
+	if strings.Join(py.Parts, ",") != "text/plain,text/plain,application/pdf,application/pdf,text/plain" || !slices.Equal(py.Names, want) || py.Defects != 0 {
 		t.Fatalf("python parse: %s", out)
 	}
 }

@@ -554,6 +554,7 @@ func parseParams(v string) (string, map[string]string) {
 	if v == "" {
 		return "", map[string]string{}
 	}
+	lower := strings.ToLower(v)
 	mt, params, err := mime.ParseMediaType(v)
 	if err != nil || params == nil {
 		// QUIRK: duplicate parameters, unquoted specials, missing closing
@@ -566,7 +567,6 @@ func parseParams(v string) (string, map[string]string) {
 		// parameters written that way come from the lenient parse, which
 		// converts every charset.
 		_, lenient := parseParamsLenient(v)
-		lower := strings.ToLower(v)
 		for k, lv := range lenient {
 			if strings.Contains(lower, k+"*") {
 				params[k] = lv
@@ -574,7 +574,13 @@ func parseParams(v string) (string, map[string]string) {
 		}
 	}
 	for k, pv := range params {
-		params[k] = decodeText(pv)
+		if strings.Contains(lower, k+"*") {
+			// RFC 2231's form is decoded already; decoding it again as
+			// encoded-words would change a name that only looks like one.
+			params[k] = strings.TrimSpace(fixUTF8(pv))
+		} else {
+			params[k] = decodeText(pv)
+		}
 	}
 	return strings.ToLower(strings.TrimSpace(mt)), params
 }
