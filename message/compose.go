@@ -20,7 +20,8 @@ import (
 // setField sets a custom header, with RFC 2047 words where its value
 // goes beyond ASCII or reads like an encoded-word: the whole of an
 // unstructured (X-*) value, folded to 76 characters a line, and each
-// phrase of Keywords' comma-separated list beyond ASCII, in base64 (a Q
+// phrase of Keywords' comma-separated list beyond ASCII (or like an
+// encoded-word), in base64 and folded likewise (a Q
 // word in a phrase may not hold the specials it would leave plain). The
 // other headers a send may set are structured and must be ASCII already.
 func setField(h *gomail.Header, name, value string) {
@@ -28,12 +29,12 @@ func setField(h *gomail.Header, name, value string) {
 	case strings.EqualFold(name, "Keywords"):
 		phrases := strings.Split(value, ",")
 		for i, p := range phrases {
-			if p = strings.TrimSpace(p); !isASCII(p) {
-				p = mime.BEncoding.Encode("utf-8", p)
+			if p = strings.TrimSpace(p); !isASCII(p) || strings.Contains(p, "=?") {
+				p = strings.Join(encodeWords(p, maxWord, true), " ")
 			}
 			phrases[i] = p
 		}
-		h.Set(name, strings.Join(phrases, ", "))
+		setStructured(h, name, strings.Join(phrases, ", "))
 	case len(name) > 2 && strings.EqualFold(name[:2], "x-") && needsWords(name, value):
 		h.Del(name)
 		h.AddRaw(wordsField(textproto.CanonicalMIMEHeaderKey(name), value))
@@ -86,10 +87,8 @@ func NewMessageID(domain string) string {
 }
 
 // setAddressList sets an address field, if as has any, as go-message
-// formats it (display names beyond ASCII in encoded-words), folded at
-// its spaces so that a line holds at most 76 characters where a space
-// allows: go-message's folding gives up on a line whose first word does
-// not fit and writes it up to 998 (RFC 2047 §2 allows 76 for a line with
+// formats it (display names beyond ASCII in encoded-words), folded by
+// setStructured (RFC 2047 §2 allows 76 characters for a line with
 // encoded-words).
 func setAddressList(h *gomail.Header, name string, as []Address) {
 	if len(as) == 0 {
@@ -99,7 +98,14 @@ func setAddressList(h *gomail.Header, name string, as []Address) {
 	for i, a := range as {
 		list[i] = (&gomail.Address{Name: a.Name, Address: a.Email}).String()
 	}
-	v := strings.Join(list, ", ")
+	setStructured(h, name, strings.Join(list, ", "))
+}
+
+// setStructured sets a structured field, folded at its spaces outside
+// quoted strings so that a line holds at most 76 characters where a
+// space allows: go-message's folding gives up on a line whose first word
+// does not fit and writes it up to 998.
+func setStructured(h *gomail.Header, name, v string) {
 	if len(name)+len(": ")+len(v) <= maxWordLine {
 		h.Set(name, v)
 		return

@@ -160,8 +160,9 @@ func TestComposeFoldsEncodedWords(t *testing.T) {
 	}
 	for _, subject := range subjects {
 		long := strings.Repeat("wörld ", 30)
+		keywords := "Grüße aus Köln, " + strings.Repeat("会議の議題", 8) + ", =?utf-8?q?x?=, plain"
 		raw, err := Compose(Draft{From: Address{Email: "agent@localhost"}, To: []Address{{Email: "a@example.com"}}, Subject: subject, Text: "x",
-			Headers:   map[string]string{"X-Long": long, "X-A-Rather-Long-Header-Name-That-Leaves-Little-Room-On-Its-Line": "Grüße"},
+			Headers:   map[string]string{"X-Long": long, "X-A-Rather-Long-Header-Name-That-Leaves-Little-Room-On-Its-Line": "Grüße", "Keywords": keywords},
 			MessageID: "m5@localhost", Date: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)})
 		if err != nil {
 			t.Fatal(err)
@@ -177,8 +178,8 @@ func TestComposeFoldsEncodedWords(t *testing.T) {
 			t.Errorf("subject %q read back as %q", subject, p.Subject)
 		}
 		var py []any
-		out := pythonReads(t, raw, `[str(m["subject"]), str(m["x-long"]), str(m["x-a-rather-long-header-name-that-leaves-little-room-on-its-line"]), len(m.defects)]`, &py)
-		if len(py) != 4 || py[0] != subject || py[1] != long || py[2] != "Grüße" || py[3] != float64(0) {
+		out := pythonReads(t, raw, `[str(m["subject"]), str(m["x-long"]), str(m["x-a-rather-long-header-name-that-leaves-little-room-on-its-line"]), len(m.defects), str(m["keywords"])]`, &py)
+		if len(py) != 5 || py[0] != subject || py[1] != long || py[2] != "Grüße" || py[3] != float64(0) || py[4] != keywords {
 			t.Errorf("%q: python read %s", subject, out)
 		}
 	}

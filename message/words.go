@@ -46,7 +46,7 @@ func wordsField(name, value string) []byte {
 	// there: a value starting on the next line reads with a leading space.
 	first := max(maxWordLine-len(name)-len(": "), minFirstWord)
 	b := []byte(name + ":")
-	for i, w := range encodeWords(value, first) {
+	for i, w := range encodeWords(value, first, mostlyBeyondASCII(value)) {
 		if i > 0 {
 			b = append(b, "\r\n"...)
 		}
@@ -55,16 +55,22 @@ func wordsField(name, value string) []byte {
 	return append(b, "\r\n"...)
 }
 
-// encodeWords splits value into encoded-words, the first at most first
-// characters long and the rest at most maxWord.
-func encodeWords(value string, first int) []string {
-	nonASCII := 0
+// mostlyBeyondASCII reports whether B encodes value shorter than Q: Q
+// spends 3 characters on each byte beyond ASCII, B 4 on every 3 bytes.
+func mostlyBeyondASCII(value string) bool {
+	n := 0
 	for i := range len(value) {
 		if value[i] >= utf8.RuneSelf {
-			nonASCII++
+			n++
 		}
 	}
-	b64 := nonASCII*3 > len(value) // Q spends 3 characters on each such byte, B 4 on every 3
+	return n*3 > len(value)
+}
+
+// encodeWords splits value into encoded-words, in B when b64 and in Q
+// otherwise, the first at most first characters long and the rest at
+// most maxWord.
+func encodeWords(value string, first int, b64 bool) []string {
 	var words []string
 	var piece []byte // the text of the word being filled
 	qLen, limit := 0, first
