@@ -201,21 +201,24 @@ func (db *DB) queryMessages(ctx context.Context, what, query string, args ...any
 }
 
 // A thread's row once one of its messages is deleted. sqlThreadCountAfterDelete:
-// one fewer, and has_attachments worked out again only when the deleted
-// message had attachments. sqlThreadLatestAfterDelete: when it was the
-// latest, the preview, direction and time of the latest left (read
-// backwards through the (thread_id, sequence) index, so a long thread is
-// not scanned), so that the deleted one's text does not stay on the
-// thread list; a thread left with none keeps them (it leaves the list).
+// one fewer, has_attachments worked out again only when the deleted
+// message had attachments, and no preview once none is left (the thread
+// leaves the list, but GET still shows it). sqlThreadLatestAfterDelete:
+// when it was the latest, the preview and direction of the latest left
+// (read backwards through the (thread_id, sequence) index, so a long
+// thread is not scanned), so that the deleted one's text does not stay on
+// the thread. last_message_at stays: it moves forward only (SPEC §4), and
+// the thread list's keyset order relies on it.
 // ?1 is the thread, ?2 the deleted message's id, ?3 its sequence.
 const (
 	sqlThreadCountAfterDelete = `UPDATE threads SET message_count = message_count - 1,
+		preview = CASE WHEN message_count = 1 THEN '' ELSE preview END,
 		has_attachments = CASE WHEN EXISTS (SELECT 1 FROM attachments WHERE message_id = ?2)
 			THEN EXISTS (SELECT 1 FROM messages m JOIN attachments a ON a.message_id = m.id WHERE m.thread_id = ?1 AND m.deleted_at IS NULL)
 			ELSE has_attachments END
 		WHERE id = ?1`
-	sqlThreadLatestAfterDelete = `UPDATE threads SET preview = l.preview, last_message_direction = l.direction, last_message_at = l.created_at
-		FROM (SELECT sequence, preview, direction, created_at FROM messages
+	sqlThreadLatestAfterDelete = `UPDATE threads SET preview = l.preview, last_message_direction = l.direction
+		FROM (SELECT sequence, preview, direction FROM messages
 			WHERE thread_id = ?1 AND deleted_at IS NULL ORDER BY sequence DESC LIMIT 1) AS l
 		WHERE threads.id = ?1 AND l.sequence < ?3`
 )
@@ -263,7 +266,7 @@ func (db *DB) DeleteInboxMessages(ctx context.Context, inboxID string) (int64, e
 		if n, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("delete inbox messages: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = 0 WHERE inbox_id = ? AND message_count <> 0`, inboxID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET message_count = 0, preview = '' WHERE inbox_id = ? AND message_count <> 0`, inboxID); err != nil {
 			return fmt.Errorf("delete inbox messages: %w", err)
 		}
 		return nil

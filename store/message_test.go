@@ -37,6 +37,9 @@ func TestDeleteInboxMessages(t *testing.T) {
 	if n, err := db.DeleteInboxMessages(ctx, b.Inbox.ID); err != nil || n != 0 {
 		t.Fatalf("a second clear = %d, %v; want 0", n, err)
 	}
+	if _, th, err := db.GetInboxThread(ctx, b.ProjectID, b.Inbox.ID, first.ThreadID); err != nil || th.MessageCount != 0 || th.Preview != "" {
+		t.Errorf("a cleared thread: %+v %v; want no message and no preview", th, err)
+	}
 	count := func(inboxID string) (msgs, threads, found int) {
 		t.Helper()
 		m, err := db.InboxPage(ctx, inboxID, Query{}, "", nil, 100)
@@ -96,7 +99,16 @@ func TestDeleteMessageUpdatesItsThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.MessageCount != 1 || th.Preview != "root text" || !th.LastMessageAt.Equal(firstAt) || th.LastMessageDirection != "inbound" {
+	// last_message_at moves forward only (SPEC §4); the preview is the
+	// latest message's that is left.
+	if th.MessageCount != 1 || th.Preview != "root text" || !th.LastMessageAt.Equal(firstAt.Add(time.Minute)) || th.LastMessageDirection != "inbound" {
 		t.Errorf("thread after its latest message was deleted: %+v", th)
+	}
+	// With none left, nothing of a deleted message's text stays on it.
+	if err := db.DeleteMessage(ctx, b.Inbox.ID, first[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if _, th, err = db.GetInboxThread(ctx, b.ProjectID, b.Inbox.ID, first[0].ThreadID); err != nil || th.MessageCount != 0 || th.Preview != "" {
+		t.Errorf("thread with no message left: %+v %v", th, err)
 	}
 }
