@@ -110,6 +110,11 @@ func (a *App) CreateKey(ctx context.Context, c Caller, decode Decoder) (store.Ke
 	if len(in.Scopes) == 0 {
 		return store.Key{}, "", Invalidf("scopes", "scopes must list at least one scope.")
 	}
+	// Scopes and inboxes are sets: a name given twice is held once.
+	in.Scopes = firstOfEach(in.Scopes)
+	if in.InboxIDs.IDs != nil {
+		in.InboxIDs.IDs = firstOfEach(in.InboxIDs.IDs)
+	}
 	for _, sc := range in.Scopes {
 		if !slices.Contains(store.AllScopes(), sc) {
 			return store.Key{}, "", Invalidf("scopes", "Unknown scope %q.", sc)
@@ -130,6 +135,17 @@ func (a *App) CreateKey(ctx context.Context, c Caller, decode Decoder) (store.Ke
 		return store.Key{}, "", errUnknownInbox
 	}
 	return k, token, err
+}
+
+// firstOfEach is ss without repeats, in the order of first mention.
+func firstOfEach(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // RevokeKey revokes a key the caller's grant covers.

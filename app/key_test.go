@@ -74,11 +74,15 @@ func TestCreateKeyGrantRules(t *testing.T) {
 		{"inbox_ids left out: the caller's own", restricted, `{"scopes":["inboxes:read"]}`, []string{a.ID}},
 		{"inbox_ids within the grant", restricted, `{"scopes":["inboxes:read"],"inbox_ids":["` + a.ID + `"]}`, []string{a.ID}},
 		{"every inbox from an unrestricted key", e.admin, `{"scopes":["inboxes:read"],"inbox_ids":null}`, nil},
+		{"scopes and inboxes named twice", restricted, `{"scopes":["inboxes:read","keys:write","inboxes:read"],"inbox_ids":["` + a.ID + `","` + a.ID + `"]}`, []string{a.ID}},
 	} {
 		k, token, err := e.app.CreateKey(e.ctx, c.caller, input(c.body))
 		if err != nil || token == "" || !slices.Equal(k.InboxIDs, c.want) || (c.want == nil) != (k.InboxIDs == nil) {
 			t.Errorf("%s: %+v, %q, %v; want inboxes %v", c.name, k, token, err, c.want)
 			continue
+		}
+		if sc := slices.Clone(k.Scopes); len(sc) != len(slices.Compact(slices.Sorted(slices.Values(sc)))) {
+			t.Errorf("%s: scopes %v repeat", c.name, k.Scopes)
 		}
 		if got, _, err := e.db.Authenticate(e.ctx, store.HashToken(token)); err != nil || got.ID != k.ID {
 			t.Errorf("%s: the token does not authenticate: %v", c.name, err)
