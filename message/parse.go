@@ -275,13 +275,16 @@ func (ps *parser) finish() {
 		}
 		return htmlText
 	}
-	if p.HasText && strings.TrimSpace(p.Text) != "" {
+	// A text part with nothing in it beside HTML counts as none, for the
+	// preview and the extracted text alike.
+	hasText := p.HasText && strings.TrimSpace(p.Text) != ""
+	if hasText {
 		p.Preview = Preview(p.Text)
 	} else if p.HasHTML {
 		p.Preview = Preview(sanitizedText())
 	}
 	switch {
-	case p.HasText:
+	case hasText:
 		p.ExtractedText = ExtractReply(p.Text)
 	case p.HasHTML:
 		// Clients mark quoted history up (blockquote, gmail_quote, Outlook's

@@ -70,6 +70,17 @@ func TestPreview(t *testing.T) {
 	}
 }
 
+// An empty text part beside HTML is no text part: the preview and the
+// extracted text both come from the HTML.
+func TestEmptyTextPartBesideHTML(t *testing.T) {
+	raw := "Message-ID: <e@x>\r\nContent-Type: multipart/alternative; boundary=a\r\n\r\n" +
+		"--a\r\nContent-Type: text/plain\r\n\r\n \r\n--a\r\nContent-Type: text/html\r\n\r\n<p>html only content</p>\r\n--a--\r\n"
+	p := Parse([]byte(raw))
+	if p.Preview != "html only content" || p.ExtractedText != "html only content" {
+		t.Errorf("preview %q, extracted text %q", p.Preview, p.ExtractedText)
+	}
+}
+
 func TestHTMLToText(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"paragraphs", "<p>One</p><p>Two</p>", "One\n\nTwo"},
