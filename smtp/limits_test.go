@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -345,4 +346,38 @@ func TestSessionTimeoutSaysSo(t *testing.T) {
 		break
 	}
 	w.closed()
+}
+
+// A BDAT chunk over the size limit is answered 552 and discarded, and the
+// session goes on, as after DATA over the limit: the chunk's bytes are
+// data, not lines, even when refused.
+func TestBDATOverTheLimitKeepsTheSession(t *testing.T) {
+	e := start(t, Config{MaxMessageBytes: 1000}, nil)
+	w := hello(t, e.addr, false)
+	w.cmd("MAIL FROM:<a@example.com>", "250 ")
+	w.cmd("RCPT TO:<inbox@localhost>", "250 ")
+	chunk := strings.Repeat("x", 3*maxLineLength) // one line, longer than a command may be
+	w.send(fmt.Sprintf("BDAT %d LAST\r\n%s", len(chunk), chunk))
+	w.expect("552 5.3.4")
+	w.cmd("MAIL FROM:<a@example.com>", "250 ")
+	w.cmd("RCPT TO:<inbox@localhost>", "250 ")
+	w.send("BDAT 20 LAST\r\nSubject: s\r\n\r\nsmall\r\n")
+	w.expect("250 ")
+}
+
+// Commands out of sequence are 503 5.5.1, bad sequence (RFC 5321 §4.2.4),
+// not 502, command not implemented.
+func TestCommandsOutOfSequenceAre503(t *testing.T) {
+	e := start(t, Config{}, nil)
+	w := dialWire(t, e.addr)
+	w.cmd("MAIL FROM:<a@example.com>", "503 5.5.1")
+	w.cmd("EHLO client.test", "250 ")
+	w.cmd("RCPT TO:<inbox@localhost>", "503 5.5.1")
+	w.cmd("DATA", "503 5.5.1")
+	w.cmd("MAIL FROM:<a@example.com>", "250 ")
+	w.cmd("RCPT TO:<nobody@localhost>", "550 ")
+	w.cmd("DATA", "503 5.5.1")
+	w.send("BDAT 3 LAST\r\nabc")
+	w.expect("503 5.5.1")
+	w.cmd("NOOP", "250 ")
 }

@@ -317,11 +317,11 @@ func (c *Conn) handleGreet(enhanced bool, arg string) {
 // READY state -> waiting for MAIL
 func (c *Conn) handleMail(arg string) {
 	if c.helo == "" {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Please introduce yourself first.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Please introduce yourself first.") // inboxd patch: 503, not 502
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "MAIL not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "MAIL not allowed during message transfer") // inboxd patch: 503, not 502
 		return
 	}
 
@@ -671,11 +671,11 @@ func isPrintableASCII(val string) bool {
 // MAIL state -> waiting for RCPTs followed by DATA
 func (c *Conn) handleRcpt(arg string) {
 	if !c.fromReceived {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing MAIL FROM command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing MAIL FROM command.") // inboxd patch: 503, not 502
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "RCPT not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "RCPT not allowed during message transfer") // inboxd patch: 503, not 502
 		return
 	}
 
@@ -817,7 +817,7 @@ func checkNotifySet(values []DSNNotify) error {
 
 func (c *Conn) handleAuth(arg string) {
 	if c.helo == "" {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Please introduce yourself first.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Please introduce yourself first.") // inboxd patch: 503, not 502
 		return
 	}
 	if c.didAuth {
@@ -960,16 +960,16 @@ func (c *Conn) handleData(arg string) {
 		return
 	}
 	if c.bdatPipe != nil {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "DATA not allowed during message transfer")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "DATA not allowed during message transfer") // inboxd patch: 503, not 502
 		return
 	}
 	if c.binarymime {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "DATA not allowed for BINARYMIME messages")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "DATA not allowed for BINARYMIME messages") // inboxd patch: 503, not 502
 		return
 	}
 
 	if !c.fromReceived || len(c.recipients) == 0 {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.") // inboxd patch: 503, not 502
 		return
 	}
 
@@ -1025,8 +1025,18 @@ func (c *Conn) handleBdat(arg string) {
 		return
 	}
 
+	// inboxd patch: chunk data has no lines, so the line limit is off from
+	// here, for a chunk that is refused and discarded too. Upstream set it
+	// only before passing the chunk on, so a chunk over the size limit
+	// (answered 552) was discarded through the line limit, which ended the
+	// session with "500 Too long line" after the 552.
+	c.lineLimitReader.LineLimit = 0
+	defer func() {
+		c.lineLimitReader.LineLimit = c.server.MaxLineLength
+	}()
+
 	if !c.fromReceived || len(c.recipients) == 0 {
-		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.")
+		c.writeResponse(503, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.") // inboxd patch: 503, not 502
 		// The chunk follows the command even when the command is rejected.
 		io.Copy(ioutil.Discard, io.LimitReader(c.text.R, int64(size)))
 		return
@@ -1081,11 +1091,6 @@ func (c *Conn) handleBdat(arg string) {
 			r.CloseWithError(err)
 		}()
 	}
-
-	c.lineLimitReader.LineLimit = 0
-	defer func() {
-		c.lineLimitReader.LineLimit = c.server.MaxLineLength
-	}()
 
 	chunk := io.LimitReader(c.text.R, int64(size))
 	_, err = io.Copy(c.bdatPipe, chunk)
