@@ -92,6 +92,14 @@ func (e *env) caller(inboxes []string, scopes ...string) Caller {
 	return Caller{Key: store.Key{ID: "key_test", ProjectID: e.boot.ProjectID, Scopes: scopes, InboxIDs: inboxes}}
 }
 
+// storedCaller is a caller whose key is stored, as a long-poll woken by a
+// commit needs: it checks the key still stands before it answers.
+func (e *env) storedCaller(inboxes []string, scopes ...string) Caller {
+	e.t.Helper()
+	k, _ := e.key("stored", inboxes, scopes...)
+	return Caller{Key: k}
+}
+
 // deliver ingests raw mail into an inbox through the real ingest path.
 func (e *env) deliver(inboxID, raw string) store.Delivered {
 	e.t.Helper()

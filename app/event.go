@@ -99,7 +99,7 @@ func (a *App) Events(ctx context.Context, c Caller, p EventsParams) (EventPage, 
 		f.InboxIDs = []string{p.InboxID}
 	}
 	var page store.EventPage
-	err = a.poll(ctx, "events", wait, func() (bool, error) {
+	err = a.poll(ctx, c, "events", wait, func() (bool, error) {
 		var err error
 		if page, err = a.db.EventLog(ctx, f, limit); err != nil {
 			return false, err

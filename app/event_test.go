@@ -85,7 +85,7 @@ func TestEventsScanAndWait(t *testing.T) {
 	for i := range 5 {
 		e.deliver(ib, rawMail(fmt.Sprintf("s%d@x", i), "s", "b"))
 	}
-	c := e.caller(nil, "events:read")
+	c := e.storedCaller(nil, "events:read")
 	p, err := e.app.Events(e.ctx, c, EventsParams{Types: []string{"message.queued"}, Wait: "30"})
 	if err != nil || len(p.Events) != 0 || p.Next != e.cursor(3) || !p.HasMore {
 		t.Fatalf("a wait from the start: %+v, %v; want an empty page at 3 with has_more", p, err)

@@ -138,7 +138,7 @@ func (r *ThreadMessagesRead) Page(ctx context.Context) (Messages, error) {
 		return Messages{}, err
 	}
 	var msgs []store.Message
-	err = a.poll(ctx, "thread_messages", wait, func() (bool, error) {
+	err = a.poll(ctx, r.c, "thread_messages", wait, func() (bool, error) {
 		msgs, err = a.db.ThreadPage(ctx, t.ID, after, afterSeq, limit+1)
 		return len(msgs) > 0, err
 	})

@@ -199,7 +199,7 @@ func TestThreadMessagesLongPoll(t *testing.T) {
 	e := newEnv(t, func(c *Config) { waited = waiting(c); c.Draining = draining })
 	ib := e.boot.Inbox.ID
 	root := e.deliver(ib, rawMail("lp@x", "s", "one"))
-	c := e.caller(nil, "messages:read")
+	c := e.storedCaller(nil, "messages:read")
 	poll := func(ctx context.Context) <-chan Messages {
 		read, err := e.app.ThreadMessages(c, ib, root.ThreadID, ThreadMessagesParams{AfterSequence: "1", Wait: "60"})
 		if err != nil {

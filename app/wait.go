@@ -86,7 +86,7 @@ func (a *App) WaitForMessages(ctx context.Context, c Caller, inboxID string, p W
 	var rows []store.Message
 	var after []string
 	var more bool
-	err = a.poll(ctx, "wait_messages", timeout, func() (bool, error) {
+	err = a.poll(ctx, c, "wait_messages", timeout, func() (bool, error) {
 		page, err := a.db.EventLog(ctx, f, limit)
 		if err != nil {
 			return false, err

@@ -38,7 +38,7 @@ func TestWaitForMessagesFromTheCursor(t *testing.T) {
 	e := newEnv(t, func(c *Config) { waited = waiting(c) })
 	ib := e.boot.Inbox.ID
 	e.deliver(ib, rawMail("old@x", "old", "before the first wait"))
-	c := e.caller(nil, "messages:read")
+	c := e.storedCaller(nil, "messages:read")
 
 	// Without a cursor a wait starts at the end: the old message is not new.
 	got := make(chan Arrivals, 1)
@@ -88,6 +88,31 @@ func TestWaitForMessagesFromTheCursor(t *testing.T) {
 	}
 }
 
+// A wait whose key is revoked while it waits answers 401, not the mail
+// that arrives after the revocation: a leaked key is revoked to stop it.
+func TestWaitEndsWithItsKey(t *testing.T) {
+	var waited <-chan struct{}
+	e := newEnv(t, func(c *Config) { waited = waiting(c) })
+	ib := e.boot.Inbox.ID
+	c := e.storedCaller(nil, "messages:read")
+	got := make(chan error, 1)
+	go func() {
+		a, err := e.app.WaitForMessages(e.ctx, c, ib, WaitParams{Timeout: "30"})
+		if len(a.Rows) != 0 {
+			t.Errorf("a revoked key got %v", ids(a.Rows))
+		}
+		got <- err
+	}()
+	<-waited
+	if err := e.db.RevokeKey(e.ctx, e.boot.ProjectID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(ib, rawMail("secret@x", "password reset", "your code is 123456"))
+	if err := <-got; ErrorCode(err) != EUnauthenticated {
+		t.Fatalf("err %v, want unauthenticated", err)
+	}
+}
+
 // A wait on a thread answers only that thread's messages, and moves its
 // cursor past the others; direction filters too; deleted messages are
 // left out.
@@ -96,7 +121,7 @@ func TestWaitForMessagesFilters(t *testing.T) {
 	e := newEnv(t, func(c *Config) { waited = waiting(c) })
 	ib := e.boot.Inbox.ID
 	root := e.deliver(ib, rawMail("root@x", "root", "b"))
-	c := e.caller(nil, "messages:read", "messages:delete")
+	c := e.storedCaller(nil, "messages:read", "messages:delete")
 	start, err := e.app.WaitForMessages(e.ctx, c, ib, WaitParams{Timeout: "0"})
 	if err != nil || len(start.Rows) != 0 {
 		t.Fatal(start, err)

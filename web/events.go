@@ -93,6 +93,11 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		default:
 		}
 		page, err := c.app.Events(r.Context(), caller, app.EventsParams{After: after, Limit: "100", Wait: wait})
+		if app.ErrorCode(err) == app.EUnauthenticated {
+			// The key was revoked during the wait (app.poll checks).
+			send("event: ended\ndata: {}\n\n")
+			return
+		}
 		if err != nil {
 			if r.Context().Err() == nil && app.ErrorCode(err) == app.EInternal {
 				c.log.Error("web: event stream", "err", err)
