@@ -1454,3 +1454,26 @@ func TestMCPRateLimit(t *testing.T) {
 		t.Errorf("a bad key: %d", resp.StatusCode)
 	}
 }
+
+// A JSON-RPC batch is refused whole, whatever protocol version the client
+// names: the SDK runs batches for versions before 2025-06-18, and one HTTP
+// request of many sends would count once against --api-rate-limit.
+func TestMCPRefusesBatches(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	c, project, inbox := adminAPI(t, data, s.http)
+	send := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"inbox_id":"` + inbox + `","to":["a@example.com"],"text":"x"}}}`
+	resp := postMCP(t, s.http, "", "Bearer "+c.key, " \n["+fmt.Sprintf(send, 1)+","+fmt.Sprintf(send, 2)+"]")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32600`) {
+		t.Errorf("a batch: %d %s", resp.StatusCode, body)
+	}
+	var page struct{ Data []any }
+	if err := c.do(context.Background(), "GET", "/v1/projects/"+project+"/inboxes/"+inbox+"/messages", nil, "", &page); err != nil || len(page.Data) != 0 {
+		t.Errorf("the batch sent %d messages (%v)", len(page.Data), err)
+	}
+	// One message per request still works.
+	if resp := postMCP(t, s.http, "", "Bearer "+c.key, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("initialize: %d", resp.StatusCode)
+	}
+}

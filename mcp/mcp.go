@@ -10,6 +10,7 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -116,6 +117,15 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 		}
 	}
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isBatch(r) {
+			// Protocol versions before 2025-06-18 allow JSON-RPC batches,
+			// and the SDK runs them; one HTTP request of any number of
+			// calls would count once against --api-rate-limit.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not accepted: send one message per request."}}`+"\n")
+			return
+		}
 		if lim := cfg.Limiter; lim != nil && lim.OnLimit(w, r, auth.TokenInfoFromContext(r.Context()).UserID) {
 			http.Error(w, "Too many requests; retry after the time in Retry-After.", http.StatusTooManyRequests)
 			return
@@ -139,6 +149,33 @@ func New(ops *app.App, cfg Config) (http.Handler, error) {
 		// it, and the stream gets the original writer (its Flusher).
 		requireKey(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, r) })).ServeHTTP(challenge{w}, r)
 	}), nil
+}
+
+// isBatch reports whether r posts a JSON-RPC batch (a JSON array). The
+// body is left for the handler to read whole.
+func isBatch(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	br := bufio.NewReader(r.Body)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	for n := 1; n <= 4096; n++ {
+		b, err := br.Peek(n)
+		if err != nil {
+			return false
+		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+		case '[':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // quiet is the SDK's log: in stateless mode it starts and ends a session
