@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
+	"golang.org/x/net/idna"
 
 	"github.com/inboxd/inboxd/mcp"
 )
@@ -242,6 +244,9 @@ func (c *Config) validate() error {
 	}
 	for i, d := range c.Domains {
 		c.Domains[i] = strings.ToLower(d)
+		if _, err := idna.Lookup.ToASCII(c.Domains[i]); err != nil || strings.Trim(c.Domains[i], ".") == "" || strings.Contains(c.Domains[i], "..") {
+			return fmt.Errorf("--domain %q is not a domain name (like example.com)", d)
+		}
 	}
 	if c.Accept == "domain" && len(c.Domains) == 0 {
 		return fmt.Errorf("--accept domain needs at least one --domain")
@@ -271,6 +276,18 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")
+	}
+	if p, err := strconv.Atoi(c.DirectPort); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("--direct-port must be a port number, 1 to 65535, not %q", c.DirectPort)
+	}
+	// One %s, the relay's id; %% for a percent sign, and no other verb.
+	if f := c.RelayMessageIDFormat; strings.Count(f, "%s") != 1 || strings.Contains(strings.NewReplacer("%%", "", "%s", "").Replace(f), "%") {
+		return fmt.Errorf("--relay-message-id-format must hold one %%s, where the relay's id goes (like %%s@email.amazonses.com), not %q", f)
+	}
+	if len(c.ACMEDomains) > 0 {
+		if u, err := url.Parse(c.ACMEDirectory); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("--acme-directory must be the CA's directory URL (https://…), not %q", c.ACMEDirectory)
+		}
 	}
 	if c.Retention < 0 || c.MaxMessages < 0 {
 		return fmt.Errorf("--retention and --max-messages must be 0 (no bound) or more")
