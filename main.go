@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -188,13 +189,35 @@ func serveConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		}
 	}
 	if err := c.validate(); err != nil {
-		return Config{}, nil, err
+		return Config{}, nil, fromEnv(fs, args, getenv, err)
 	}
 	log, err := newLogger(&c, stderr)
 	if err != nil {
-		return Config{}, nil, err
+		return Config{}, nil, fromEnv(fs, args, getenv, err)
 	}
 	return c, log, nil
+}
+
+// fromEnv adds to an error about a flag that its value came from the
+// flag's environment variable, when it did: an operator who set
+// INBOXD_ACCEPT in a unit file has never typed --accept.
+// (The FlagSet cannot tell: a variable is applied with Set, which marks
+// the flag as given like the command line does.)
+func fromEnv(fs *flag.FlagSet, args []string, getenv func(string) string, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "--")
+	if !ok {
+		return err
+	}
+	name, _, _ = strings.Cut(name, " ")
+	name = strings.TrimRight(name, ":,")
+	onCommandLine := slices.ContainsFunc(args, func(a string) bool {
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return strings.HasPrefix(a, "-") && n == name
+	})
+	if fs.Lookup(name) == nil || onCommandLine || getenv(envName(name)) == "" {
+		return err
+	}
+	return fmt.Errorf("%w (set by %s)", err, envName(name))
 }
 
 // writeAdminKey puts the first start's admin token, the bare token and a

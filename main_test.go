@@ -275,6 +275,32 @@ func TestEnvironmentConfiguresServe(t *testing.T) {
 	<-done
 }
 
+// A bad value names where it came from: the variable when the variable
+// set it, the flag (with two dashes, like every message) when the
+// command line did.
+func TestBadValueNamesItsSource(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"INBOXD_ACCEPT": "bogus"}, `--accept must be known, domain or any, not "bogus" (set by INBOXD_ACCEPT)`},
+		{nil, map[string]string{"INBOXD_LOG_LEVEL": "loud"}, "(set by INBOXD_LOG_LEVEL)"},
+		{[]string{"--accept=bad"}, map[string]string{"INBOXD_ACCEPT": "bogus"}, `--accept must be known, domain or any, not "bad"`},
+		{[]string{"--max-sessions", "x"}, nil, `invalid value "x" for --max-sessions`},
+		{nil, map[string]string{"INBOXD_MAX_SESSIONS": "x"}, `invalid value "x" for INBOXD_MAX_SESSIONS`},
+	} {
+		data := filepath.Join(t.TempDir(), "d")
+		err := run(context.Background(), append([]string{"--data", data}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasSuffix(tc.want, `"bad"`) && strings.Contains(err.Error(), "set by") {
+			t.Errorf("%v %v: %v, want %s", tc.args, tc.env, err, tc.want)
+		}
+		if _, serr := os.Stat(data); serr == nil {
+			t.Errorf("%v %v: the data directory was created", tc.args, tc.env)
+		}
+	}
+}
+
 func TestCLI(t *testing.T) {
 	data := t.TempDir()
 	s := startServer(t, data)

@@ -115,6 +115,10 @@ func flagError(fs *flag.FlagSet, err error) error {
 		msg = "unknown flag --" + strings.TrimLeft(name, "-")
 	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
 		msg = "flag --" + strings.TrimLeft(name, "-") + " needs a value"
+	} else {
+		// flag names a flag with one dash ("invalid value … for flag
+		// -max-sessions"); everything else here writes two.
+		msg = strings.Replace(msg, " for flag -", " for --", 1)
 	}
 	return fmt.Errorf("%s (see: inboxd %s --help)", msg, fs.Name())
 }
