@@ -1477,3 +1477,53 @@ func TestMCPRefusesBatches(t *testing.T) {
 		t.Errorf("initialize: %d", resp.StatusCode)
 	}
 }
+
+// A message over MCP carries what its REST object says about where it
+// came from and what became of it: the inbox's environment, the +tag it
+// was addressed with, why its MIME could not be read whole, and every
+// recipient's delivery status.
+func TestMCPMessageMetadata(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	c, project, inbox := adminAPI(t, data, s.http)
+	cs := mcpSession(t, s.http, newKey(t, c, project, readScopes, nil))
+	mustSend(t, s.smtp, "inbox+invoices@localhost", "From: z@example.com\r\nTo: undisclosed-recipients:;\r\nSubject: tagged\r\nMessage-ID: <tag@example.com>\r\n"+
+		"Content-Type: multipart/mixed; boundary=\"zzz\"\r\n\r\n--zzz\r\nContent-Type: text/plain\r\n\r\nbroken mime\r\n")
+	var sent struct {
+		MessageID string `json:"message_id"`
+	}
+	if err := c.do(context.Background(), "POST", "/v1/projects/"+project+"/inboxes/"+inbox+"/messages",
+		map[string]any{"to": []string{"a@example.com"}, "cc": []string{"b@example.com"}, "text": "x"}, "", &sent); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Messages []struct {
+			ID          string
+			Environment string
+			AddressTag  *string `json:"address_tag"`
+			ParseError  *string `json:"parse_error"`
+			Recipients  []struct {
+				Email, Type    string
+				DeliveryStatus string `json:"delivery_status"`
+			}
+		}
+		Fence fence
+	}
+	res := call(t, cs, "list_messages", map[string]any{"inbox_id": inbox})
+	structured(t, res, &list)
+	if len(list.Messages) != 2 {
+		t.Fatalf("list_messages: %+v", list)
+	}
+	out, in := list.Messages[0], list.Messages[1]
+	f := list.Fence
+	if in.Environment != "live" || in.AddressTag == nil || f.unfence(t, *in.AddressTag) != "invoices" || in.ParseError == nil || len(in.Recipients) != 0 {
+		t.Errorf("the inbound message: %+v", in)
+	}
+	if out.ID != sent.MessageID || out.AddressTag != nil || out.ParseError != nil || len(out.Recipients) != 2 ||
+		f.unfence(t, out.Recipients[1].Email) != "b@example.com" || out.Recipients[1].Type != "cc" || out.Recipients[1].DeliveryStatus != "captured" {
+		t.Errorf("the outbound message: %+v", out)
+	}
+	if txt := text(res); !strings.Contains(txt, "Address tag: "+*in.AddressTag) || !strings.Contains(txt, "Could not be read whole") {
+		t.Errorf("list_messages text:\n%s", txt)
+	}
+}

@@ -191,6 +191,7 @@ func runes(s string) int { return utf8.RuneCountInString(s) }
 // bodied is one message to render with its body.
 type bodied struct {
 	m      app.Message
+	env    string // the inbox's environment
 	atts   []app.Attachment
 	dels   []app.DeliveryStatus
 	body   app.BodyParts
@@ -200,7 +201,7 @@ type bodied struct {
 // bodiedBounds renders b's metadata (strings cut to n, lists to most)
 // and bounds what b takes of a result with its body at its widest.
 func bodiedBounds(b bodied, f *fence, n, most int, widest bodyJSON, jsonExtra, fenceLen int) (meta messageJSON, metaText string, jsonBound, textBound int, err error) {
-	meta = messageObject(b.m, b.atts, b.dels, f, n, most)
+	meta = messageObject(b.m, b.env, b.atts, b.dels, f, n, most)
 	meta.MetadataCut = meta.MetadataCut || n > 0 // strings cut: said in the object and its text
 	j, err := encode(meta)
 	if err != nil {

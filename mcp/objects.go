@@ -135,6 +135,12 @@ func attachments(atts []app.Attachment, f *fence, n int) []attachmentJSON {
 	return out
 }
 
+type recipientJSON struct {
+	Email          string `json:"email" jsonschema:"fenced"`
+	Type           string `json:"type" jsonschema:"to, cc or bcc"`
+	DeliveryStatus string `json:"delivery_status"`
+}
+
 // messageJSON is a message's metadata.
 type messageJSON struct {
 	ID             string           `json:"id"`
@@ -146,6 +152,10 @@ type messageJSON struct {
 	DeliveryStatus *string          `json:"delivery_status" jsonschema:"outbound: the delivery status of the first To recipient; null for inbound"`
 	Echo           bool             `json:"echo" jsonschema:"an inbound copy of one of the inbox's own sends (skip it)"`
 	Simulated      bool             `json:"simulated" jsonschema:"simulated inbound mail of a test inbox"`
+	Environment    string           `json:"environment" jsonschema:"the inbox's: live or test"`
+	AddressTag     *string          `json:"address_tag" jsonschema:"fenced; the +tag of the address the mail came to (inbox+tag@…); null when none"`
+	ParseError     *string          `json:"parse_error" jsonschema:"fenced; why the MIME could not be read whole (the raw message is kept); null when it could"`
+	Recipients     []recipientJSON  `json:"recipients" jsonschema:"outbound: each recipient with its delivery status; [] for inbound"`
 	From           *addressJSON     `json:"from"`
 	To             []addressJSON    `json:"to"`
 	Cc             []addressJSON    `json:"cc"`
@@ -179,14 +189,27 @@ const (
 
 // messageObject renders a message's metadata; n cuts its strings and
 // most its address lists and attachments (0: whole).
-func messageObject(m app.Message, atts []app.Attachment, dels []app.DeliveryStatus, f *fence, n, most int) messageJSON {
+func messageObject(m app.Message, environment string, atts []app.Attachment, dels []app.DeliveryStatus, f *fence, n, most int) messageJSON {
 	attsCut := most > 0 && len(atts) > most
 	if attsCut {
 		atts = atts[:most]
 	}
 	o := messageJSON{ID: m.ID, ThreadID: m.ThreadID, InboxID: m.InboxID, Sequence: m.Sequence, Direction: m.Direction,
-		State: m.State, Echo: m.Echo, Simulated: m.Simulated, Subject: f.wrap(cutTo(m.Subject, n)), CreatedAt: timeJSON(m.CreatedAt),
-		Attachments: attachments(atts, f, n), MetadataCut: attsCut}
+		State: m.State, Echo: m.Echo, Simulated: m.Simulated, Environment: environment, Subject: f.wrap(cutTo(m.Subject, n)), CreatedAt: timeJSON(m.CreatedAt),
+		Attachments: attachments(atts, f, n), MetadataCut: attsCut, Recipients: []recipientJSON{}}
+	if m.AddressTag != nil {
+		o.AddressTag = f.wrapPtr(strOrNull(cutTo(*m.AddressTag, n)))
+	}
+	if m.ParseError != nil {
+		o.ParseError = f.wrapPtr(strOrNull(cutTo(*m.ParseError, n)))
+	}
+	rcpts := dels
+	if most > 0 && len(rcpts) > most {
+		rcpts, o.AddressesCut = rcpts[:most], true
+	}
+	for _, d := range rcpts {
+		o.Recipients = append(o.Recipients, recipientJSON{Email: f.wrap(cutTo(d.Email, n)), Type: d.Type, DeliveryStatus: d.Status})
+	}
 	for _, l := range []struct {
 		dst *[]addressJSON
 		as  []app.Address
@@ -244,7 +267,16 @@ func writeMessageText(b *strings.Builder, o messageJSON) {
 	if o.Simulated {
 		b.WriteString(" · simulated")
 	}
+	if o.Environment == "test" {
+		b.WriteString(" · test inbox")
+	}
 	b.WriteString("\n")
+	if o.AddressTag != nil {
+		fmt.Fprintf(b, "Address tag: %s\n", *o.AddressTag)
+	}
+	if o.ParseError != nil {
+		fmt.Fprintf(b, "Could not be read whole: %s\n", *o.ParseError)
+	}
 	if o.From != nil {
 		fmt.Fprintf(b, "From: %s\n", addressText(*o.From))
 	}
@@ -255,6 +287,13 @@ func writeMessageText(b *strings.Builder, o messageJSON) {
 		if len(l.as) > 0 {
 			fmt.Fprintf(b, "%s: %s\n", l.name, addressesText(l.as))
 		}
+	}
+	if len(o.Recipients) > 1 {
+		rs := make([]string, len(o.Recipients))
+		for i, r := range o.Recipients {
+			rs[i] = r.Email + " " + r.DeliveryStatus
+		}
+		fmt.Fprintf(b, "Recipients: %s\n", strings.Join(rs, ", "))
 	}
 	if o.AddressesCut {
 		b.WriteString("(Some address lists are cut here; get_message shows them all.)\n")

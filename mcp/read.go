@@ -192,6 +192,7 @@ type messagesOut struct {
 // messageRow is a message with its extras.
 type messageRow struct {
 	m    app.Message
+	env  string // the inbox's environment
 	atts []app.Attachment
 	dels []app.DeliveryStatus
 }
@@ -204,7 +205,7 @@ func (s *server) listMessages() handler[messagesArgs] {
 				PageParams: app.PageParams{Limit: limit, Cursor: in.Cursor}, Q: in.Q, Direction: in.Direction})
 			rows := make([]messageRow, len(msgs.Rows))
 			for i, m := range msgs.Rows {
-				rows[i] = messageRow{m, msgs.Attachments[m.ID], msgs.Deliveries[m.ID]}
+				rows[i] = messageRow{m, msgs.Inbox.Environment, msgs.Attachments[m.ID], msgs.Deliveries[m.ID]}
 			}
 			return app.Page[messageRow]{Rows: rows, Next: msgs.Next, HasMore: msgs.HasMore}, err
 		},
@@ -212,7 +213,7 @@ func (s *server) listMessages() handler[messagesArgs] {
 			return f.notice() + fmt.Sprintf("%d message(s) of inbox %s, newest first:\n\n", n, in.InboxID)
 		},
 		row: func(r messageRow, f *fence) (listedMessageJSON, string) {
-			o := listedMessageJSON{messageObject(r.m, r.atts, r.dels, f, listCut, listAddresses), f.wrap(cut(r.m.Preview, listCut))}
+			o := listedMessageJSON{messageObject(r.m, r.env, r.atts, r.dels, f, listCut, listAddresses), f.wrap(cut(r.m.Preview, listCut))}
 			var b strings.Builder
 			writeMessageText(&b, o.messageJSON)
 			fmt.Fprintf(&b, "%s\n\n", o.Preview)
@@ -268,7 +269,7 @@ func (s *server) readThread(ctx context.Context, c app.Caller, in *readThreadArg
 	}
 	msgs := make([]bodied, len(read.Rows))
 	for i, m := range read.Rows {
-		msgs[i] = bodied{m: m, atts: read.Attachments[m.ID], dels: read.Deliveries[m.ID], body: read.Bodies[m.ID]}
+		msgs[i] = bodied{m: m, env: read.Inbox.Environment, atts: read.Attachments[m.ID], dels: read.Deliveries[m.ID], body: read.Bodies[m.ID]}
 	}
 	// The thread's subject and preview are shown whole, unless the result
 	// cannot hold them beside the first message (which may show the same
@@ -371,7 +372,7 @@ func (s *server) getMessage(ctx context.Context, c app.Caller, in *getMessageArg
 		if err != nil {
 			return result{}, err
 		}
-		shown, texts, err := fitBodied(ctx, sp, f, form, 0, []bodied{{m: v.Message, atts: v.Attachments, dels: v.Deliveries, body: body.Parts, offset: offset}},
+		shown, texts, err := fitBodied(ctx, sp, f, form, 0, []bodied{{m: v.Message, env: v.Inbox.Environment, atts: v.Attachments, dels: v.Deliveries, body: body.Parts, offset: offset}},
 			func(m app.Message) string {
 				if limit < HardMaxChars {
 					return fmt.Sprintf("call get_message again with max_chars up to %d", HardMaxChars)

@@ -49,7 +49,7 @@ func (s *server) waitForMessage(ctx context.Context, c app.Caller, in *waitArgs)
 	}
 	msgs := make([]bodied, len(got.Rows))
 	for i, m := range got.Rows {
-		msgs[i] = bodied{m: m, atts: got.Attachments[m.ID], dels: got.Deliveries[m.ID], body: got.Bodies[m.ID]}
+		msgs[i] = bodied{m: m, env: got.Inbox.Environment, atts: got.Attachments[m.ID], dels: got.Deliveries[m.ID], body: got.Bodies[m.ID]}
 	}
 	return func(f *fence) (result, error) {
 		out := waitOut{Messages: []bodiedMessageJSON{}, Cursor: got.Next, HasMore: true, Fence: f.json()}
