@@ -118,7 +118,7 @@ func addresses(as []app.Address, f *fence, n int) []addressJSON {
 }
 
 type attachmentJSON struct {
-	ID           string  `json:"id"`
+	ID           *string `json:"id" jsonschema:"null for a draft's attachment, which is not stored yet"`
 	Filename     *string `json:"filename" jsonschema:"fenced; null when the part has none"`
 	ContentType  string  `json:"content_type" jsonschema:"fenced: the sender wrote it"`
 	Bytes        int64   `json:"bytes"`
@@ -129,7 +129,7 @@ type attachmentJSON struct {
 func attachments(atts []app.Attachment, f *fence, n int) []attachmentJSON {
 	out := make([]attachmentJSON, 0, len(atts))
 	for _, a := range atts {
-		out = append(out, attachmentJSON{ID: a.ID, Filename: f.wrapPtr(strOrNull(cutTo(a.Filename, n))), ContentType: f.wrap(cutTo(a.ContentType, n)),
+		out = append(out, attachmentJSON{ID: &a.ID, Filename: f.wrapPtr(strOrNull(cutTo(a.Filename, n))), ContentType: f.wrap(cutTo(a.ContentType, n)),
 			Bytes: a.Bytes, Disposition: a.Disposition, Downloadable: app.Downloadable(a)})
 	}
 	return out
@@ -307,7 +307,11 @@ func writeMessageText(b *strings.Builder, o messageJSON) {
 		if a.Filename != nil {
 			name = *a.Filename
 		}
-		fmt.Fprintf(b, "Attachment %s: %s (%s, %d bytes, %s", a.ID, name, a.ContentType, a.Bytes, a.Disposition)
+		id := "(not stored yet)"
+		if a.ID != nil {
+			id = *a.ID
+		}
+		fmt.Fprintf(b, "Attachment %s: %s (%s, %d bytes, %s", id, name, a.ContentType, a.Bytes, a.Disposition)
 		if !a.Downloadable {
 			b.WriteString(", not downloadable")
 		}
