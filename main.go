@@ -86,6 +86,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	case "help":
 		return help(stdout)
 	case "version":
+		if len(args) == 1 && isHelp(args[0]) {
+			fmt.Fprint(stdout, "Usage:\n  inboxd version\n\nPrints the version of this build.\n")
+			return nil
+		}
 		if len(args) > 0 {
 			return fmt.Errorf("unexpected argument %q: inboxd version takes none", args[0])
 		}
@@ -145,6 +149,15 @@ func newLogger(c *Config, w io.Writer) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if c.LogFormat == "json" {
+		// slog writes a duration to JSON as integer nanoseconds; "7ms",
+		// as the text format says it, is what a person reads and what
+		// log tools parse as a duration.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil

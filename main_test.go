@@ -951,3 +951,17 @@ func adminAPI(t testing.TB, data, httpAddr string) (c apiClient, project, inbox 
 	}
 	return c, me.ProjectID, inboxes.Data[0].ID
 }
+
+// The JSON log writes a duration as the text log does ("7ms"), not as
+// integer nanoseconds.
+func TestJSONLogDurations(t *testing.T) {
+	var b bytes.Buffer
+	log, err := newLogger(&Config{LogFormat: "json", LogLevel: "info"}, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("retention", "took", 7*time.Millisecond)
+	if !strings.Contains(b.String(), `"took":"7ms"`) {
+		t.Errorf("log line: %s", b.String())
+	}
+}

@@ -29,6 +29,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"backup", "--help"}, []string{"inboxd backup FILE"}},
 		{[]string{"mcp", "--help"}, []string{"inboxd mcp --url URL --key KEY", "--key (INBOXD_KEY"}},
 		{[]string{"healthcheck", "--help"}, []string{"inboxd healthcheck", "--url"}},
+		{[]string{"version", "--help"}, []string{"Usage:\n  inboxd version"}},
 		{[]string{"--version"}, []string{"inboxd ", "go1."}},
 		{[]string{"version"}, []string{"inboxd ", "go1."}},
 	} {
