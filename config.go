@@ -273,6 +273,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--outbound relay needs --relay-url")
 	case c.Outbound != "direct" && (len(c.DKIMKeys) > 0 || c.DirectResolver != ""):
 		return fmt.Errorf("--dkim-key and --direct-resolver go with --outbound direct")
+	// A file flag without its mode would be neither read nor checked:
+	// the operator learns now, not when switching modes.
+	case c.Outbound != "relay" && c.RelayCAFile != "":
+		return fmt.Errorf("--relay-ca-file goes with --outbound relay")
+	case len(c.ACMEDomains) == 0 && c.ACMECAFile != "":
+		return fmt.Errorf("--acme-ca-file goes with --acme-domain")
 	}
 	if c.MaxMessageSize <= 0 {
 		return fmt.Errorf("--max-message-size must be positive")

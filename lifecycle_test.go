@@ -150,6 +150,8 @@ func TestBadFlagsCreateNothing(t *testing.T) {
 		{"dkim key form", []string{"--outbound", "direct", "--dkim-key", "localhost=" + notPEM}, "DOMAIN:SELECTOR:FILE"},
 		{"dkim key without direct", []string{"--dkim-key", "localhost:sel1:" + notPEM}, "go with --outbound direct"},
 		{"direct resolver", []string{"--outbound", "direct", "--direct-resolver", "nonsense"}, "--direct-resolver"},
+		{"relay CA file without relay", []string{"--relay-ca-file", notPEM}, "--relay-ca-file goes with --outbound relay"},
+		{"ACME CA file without ACME", []string{"--acme-ca-file", notPEM}, "--acme-ca-file goes with --acme-domain"},
 		{"direct port", []string{"--outbound", "direct", "--direct-port", "99999"}, "--direct-port must be a port number"},
 		{"direct port zero", []string{"--outbound", "direct", "--direct-port", "0"}, "--direct-port must be a port number"},
 		{"accepted domain", []string{"--accept", "domain", "--domain", "not_a_domain!!"}, `--domain "not_a_domain!!" is not a domain name`},
