@@ -467,7 +467,8 @@ func TestMCPBadInput(t *testing.T) {
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "after": "evc_bogus"}, `Error (invalid_cursor, argument after): Cursor is invalid, expired, or belongs to another filter.`},
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 61}, `Error (invalid_request, argument timeout_seconds): timeout_seconds must be an integer number of seconds from 0 to 60.`},
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "direction": "sideways", "timeout_seconds": 0}, `Error (invalid_request, argument direction): direction must be inbound, outbound or any.`},
-		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "max_chars": 10}, `Error (invalid_request, argument max_chars): max_chars must be an integer from 1000 to 131072.`},
+		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "max_chars": 10}, `Error (invalid_request, argument max_chars): max_chars must be an integer from 2000 to 131072.`},
+		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "max_chars": 1999}, `Error (invalid_request, argument max_chars): max_chars must be an integer from 2000 to 131072.`},
 		{"wait_for_message", map[string]any{"inbox_id": inbox, "timeout_seconds": 0, "body": "pdf"}, `Error (invalid_request, argument body): body must be extracted, text or html.`},
 		// As the REST send route: unknown fields inside an argument, and an
 		// empty key, are refused (nothing is sent).
@@ -1533,5 +1534,9 @@ func TestMCPMessageMetadata(t *testing.T) {
 	}
 	if txt := text(res); !strings.Contains(txt, "Address tag: "+*in.AddressTag) || !strings.Contains(txt, "Could not be read whole") {
 		t.Errorf("list_messages text:\n%s", txt)
+	}
+	// The least max_chars a call may ask for holds a short message.
+	if res := call(t, cs, "get_message", map[string]any{"inbox_id": inbox, "message_id": in.ID, "max_chars": 2000}); res.IsError {
+		t.Errorf("get_message with max_chars 2000: %s", text(res))
 	}
 }

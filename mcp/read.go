@@ -28,8 +28,8 @@ func maxChars(n *int) (int, error) {
 	if n == nil {
 		return DefaultMaxChars, nil
 	}
-	if *n < 1000 || *n > HardMaxChars {
-		return 0, app.Invalidf("max_chars", "max_chars must be an integer from 1000 to %d.", HardMaxChars)
+	if *n < MinMaxChars || *n > HardMaxChars {
+		return 0, app.Invalidf("max_chars", "max_chars must be an integer from %d to %d.", MinMaxChars, HardMaxChars)
 	}
 	return *n, nil
 }
@@ -229,7 +229,7 @@ func (s *server) listMessages() handler[messagesArgs] {
 // Arguments the tools with bodies share.
 type bodyArgs struct {
 	Body     string `json:"body,omitempty" jsonschema:"which form of the body: extracted (default: the new text, quoted replies left out), text (the text/plain part, whole) or html (the text/html part, sanitized)"`
-	MaxChars *int   `json:"max_chars,omitempty" jsonschema:"the most characters the result may hold, 1000 to 131072 (default 40000); bodies are cut to fit"`
+	MaxChars *int   `json:"max_chars,omitempty" jsonschema:"the most characters the result may hold, 2000 to 131072 (default 40000); bodies are cut to fit"`
 }
 
 // check checks them, once the operation has checked the caller.

@@ -28,6 +28,10 @@ const (
 	// _meta["anthropic/maxResultSizeChars"]); a call that cannot be
 	// answered within it is an error result that names a narrower one.
 	HardMaxChars = 131072
+	// MinMaxChars is the least a call may ask for: below about 1,400 not
+	// even a one-line message fits beside its metadata, fence and notice,
+	// so a smaller max_chars could only ever answer result_too_large.
+	MinMaxChars = 2000
 )
 
 // result is a tool's answer: its structured content (a JSON object) and
