@@ -1540,3 +1540,26 @@ func TestMCPMessageMetadata(t *testing.T) {
 		t.Errorf("get_message with max_chars 2000: %s", text(res))
 	}
 }
+
+// An integer argument written as 5.0 or 1e1 is that integer, as JSON
+// Schema's "integer" says; 2.5 is still refused.
+func TestMCPIntegralNumbers(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	c, _, inbox := adminAPI(t, data, s.http)
+	callRaw := func(args string) string {
+		resp := postMCP(t, s.http, "", "Bearer "+c.key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_threads","arguments":`+args+`}}`)
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, limit := range []string{"5.0", "1e1", "-0.0e0"} {
+		body := callRaw(`{"inbox_id":"` + inbox + `","limit":` + limit + `}`)
+		wantError := limit == "-0.0e0" // 0: out of range, as an integer
+		if strings.Contains(body, `"isError":true`) != wantError {
+			t.Errorf("limit %s: %s", limit, body)
+		}
+	}
+	if body := callRaw(`{"inbox_id":"` + inbox + `","limit":2.5}`); !strings.Contains(body, "must be an integer, not number 2.5") {
+		t.Errorf("limit 2.5: %s", body)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -186,9 +188,29 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 			return nil, app.Invalidf(k, "%s is required.", k)
 		}
 	}
+	// JSON Schema's integer is any number with no fraction: 5.0 and 5e0
+	// are 5, and hosts whose numbers are all floats send them so.
+	integral := false
+	for k, v := range fields {
+		if p := schema.Properties[k]; p != nil && (p.Type == "integer" || slices.Contains(p.Types, "integer")) {
+			if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 && !isDigits(v) {
+				fields[k], integral = json.RawMessage(strconv.FormatInt(int64(f), 10)), true
+			}
+		}
+	}
+	if integral {
+		raw, _ = json.Marshal(fields)
+	}
 	in := new(In)
 	if err := app.DecodeJSON(raw, in); err != nil {
 		return nil, err
 	}
 	return in, nil
+}
+
+// isDigits reports a JSON integer written as one (an optional minus and
+// digits), which needs no rewriting.
+func isDigits(v json.RawMessage) bool {
+	s := strings.TrimPrefix(string(v), "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
