@@ -193,8 +193,10 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 	integral := false
 	for k, v := range fields {
 		if p := schema.Properties[k]; p != nil && (p.Type == "integer" || slices.Contains(p.Types, "integer")) {
-			if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 && !isDigits(v) {
-				fields[k], integral = json.RawMessage(strconv.FormatInt(int64(f), 10)), true
+			if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				if n := strconv.FormatInt(int64(f), 10); n != string(v) {
+					fields[k], integral = json.RawMessage(n), true
+				}
 			}
 		}
 	}
@@ -206,11 +208,4 @@ func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Schema) (*In, er
 		return nil, err
 	}
 	return in, nil
-}
-
-// isDigits reports a JSON integer written as one (an optional minus and
-// digits), which needs no rewriting.
-func isDigits(v json.RawMessage) bool {
-	s := strings.TrimPrefix(string(v), "-")
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }

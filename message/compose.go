@@ -29,33 +29,37 @@ func setField(h *gomail.Header, name, value string) {
 	case strings.EqualFold(name, "Keywords"):
 		phrases := strings.Split(value, ",")
 		for i, p := range phrases {
-			if p = strings.TrimSpace(p); !isASCII(p) || strings.Contains(p, "=?") {
+			if p = strings.TrimSpace(p); !readsAsWritten(p) {
 				p = strings.Join(encodeWords(p, maxWord, true), " ")
 			}
 			phrases[i] = p
 		}
 		setStructured(h, name, strings.Join(phrases, ", "))
-	case len(name) > 2 && strings.EqualFold(name[:2], "x-") && needsWords(name, value):
-		h.Del(name)
-		h.AddRaw(wordsField(textproto.CanonicalMIMEHeaderKey(name), value))
+	case len(name) > 2 && strings.EqualFold(name[:2], "x-"):
+		setUnstructured(h, textproto.CanonicalMIMEHeaderKey(name), value)
 	default:
 		h.Set(name, mime.QEncoding.Encode("utf-8", value))
 	}
 }
 
-// setSubject sets Subject, in folded encoded-words when it needs them.
-func setSubject(h *gomail.Header, subject string) {
-	if !needsWords("Subject", subject) {
-		h.SetSubject(subject)
+// setUnstructured sets an unstructured field (Subject, X-*): as it is, or
+// in folded encoded-words when it needs them (needsWords).
+func setUnstructured(h *gomail.Header, name, value string) {
+	h.Del(name)
+	if !needsWords(name, value) {
+		h.Set(name, value)
 		return
 	}
-	h.Del("Subject")
-	h.AddRaw(wordsField("Subject", subject))
+	h.AddRaw(wordsField(name, value))
 }
 
 func isASCII(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf })
 }
+
+// readsAsWritten reports text that every reader shows as it is written:
+// ASCII with nothing in it that reads as an encoded-word (RFC 2047 §5).
+func readsAsWritten(s string) bool { return isASCII(s) && !strings.Contains(s, "=?") }
 
 // File is an attachment to compose.
 type File struct {
@@ -161,7 +165,7 @@ func Compose(d Draft) ([]byte, error) {
 		h.Set("To", "undisclosed-recipients:;")
 	}
 	setAddressList(&h, "Reply-To", d.ReplyTo)
-	setSubject(&h, d.Subject)
+	setUnstructured(&h, "Subject", d.Subject)
 	h.SetMessageID(d.MessageID)
 	if d.InReplyTo != "" {
 		h.SetMsgIDList("In-Reply-To", []string{d.InReplyTo})
@@ -293,7 +297,7 @@ const maxParamPiece = 60
 // them rather than inside the name.
 func attachmentDisposition(filename string) string {
 	d := mime.FormatMediaType("attachment", map[string]string{"filename": filename})
-	if isASCII(filename) && !strings.Contains(filename, "=?") && len(d) <= len("attachment; ")+maxWord {
+	if readsAsWritten(filename) && len(d) <= len("attachment; ")+maxWord {
 		return d
 	}
 	ext := "utf-8''" + percentEncode(filename)
@@ -317,14 +321,13 @@ func attachmentDisposition(filename string) string {
 // token characters but "*", "'" and "%") as they are, every other byte
 // as %XX.
 func percentEncode(s string) string {
-	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := range len(s) {
 		c := s[i]
 		if c > ' ' && c < 0x7f && !strings.ContainsRune(`*'%()<>@,;:\"/[]?=`, rune(c)) {
 			b.WriteByte(c)
 		} else {
-			b.Write([]byte{'%', hex[c>>4], hex[c&15]})
+			b.Write([]byte{'%', upperHex[c>>4], upperHex[c&15]})
 		}
 	}
 	return b.String()

@@ -554,27 +554,33 @@ func parseParams(v string) (string, map[string]string) {
 	if v == "" {
 		return "", map[string]string{}
 	}
-	lower := strings.ToLower(v)
+	// in2231 reports a parameter given in RFC 2231's form (name*=, name*0);
+	// most headers have none, and pay nothing for the question.
+	rfc2231, lower := strings.Contains(v, "*"), ""
+	if rfc2231 {
+		lower = strings.ToLower(v)
+	}
+	in2231 := func(k string) bool { return rfc2231 && strings.Contains(lower, k+"*") }
 	mt, params, err := mime.ParseMediaType(v)
 	if err != nil || params == nil {
 		// QUIRK: duplicate parameters, unquoted specials, missing closing
 		// quotes, raw 8-bit values: parse by hand rather than lose the
 		// boundary or the filename.
 		mt, params = parseParamsLenient(v)
-	} else if strings.Contains(v, "*") {
+	} else if rfc2231 {
 		// Go drops RFC 2231 pieces in a charset other than UTF-8 and
 		// US-ASCII (filename*=iso-8859-1''caf%E9.txt) without an error:
 		// parameters written that way come from the lenient parse, which
 		// converts every charset.
 		_, lenient := parseParamsLenient(v)
 		for k, lv := range lenient {
-			if strings.Contains(lower, k+"*") {
+			if in2231(k) {
 				params[k] = lv
 			}
 		}
 	}
 	for k, pv := range params {
-		if strings.Contains(lower, k+"*") {
+		if in2231(k) {
 			// RFC 2231's form is decoded already; decoding it again as
 			// encoded-words would change a name that only looks like one.
 			params[k] = strings.TrimSpace(fixUTF8(pv))

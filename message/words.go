@@ -16,6 +16,9 @@ const (
 	minFirstWord = wordOverhead + 4 // room for a character or two after a long name
 )
 
+// upperHex spells bytes in Q's =XX and RFC 2231's %XX.
+const upperHex = "0123456789ABCDEF"
+
 // needsWords reports whether the unstructured value (Subject, X-*) of
 // field name has to be written as encoded-words: it goes beyond ASCII,
 // holds text a reader would take for an encoded-word and decode (RFC
@@ -23,7 +26,7 @@ const (
 // (RFC 5322 §2.1.1's 998), which plain folding could only break by
 // adding a space, where encoded-words fold without changing the text.
 func needsWords(name, value string) bool {
-	if !isASCII(value) || strings.Contains(value, "=?") {
+	if !readsAsWritten(value) {
 		return true
 	}
 	room := maxLine - len(name) - len(": ")
@@ -100,7 +103,6 @@ func encodeWord(text []byte, b64 bool) string {
 	if b64 {
 		return "=?utf-8?b?" + base64.StdEncoding.EncodeToString(text) + "?="
 	}
-	const hex = "0123456789ABCDEF"
 	w := []byte("=?utf-8?q?")
 	for _, c := range text {
 		switch {
@@ -109,7 +111,7 @@ func encodeWord(text []byte, b64 bool) string {
 		case qPlain(c):
 			w = append(w, c)
 		default:
-			w = append(w, '=', hex[c>>4], hex[c&15])
+			w = append(w, '=', upperHex[c>>4], upperHex[c&15])
 		}
 	}
 	return string(append(w, "?="...))

@@ -443,6 +443,29 @@ func TestRecipientNamedTwiceGetsOneCopy(t *testing.T) {
 	}
 }
 
+// An smtps:// relay is spoken to over implicit TLS, its certificate
+// verified, and gets the credentials and the mail over it.
+func TestRelayOverImplicitTLS(t *testing.T) {
+	r := startRelay(t)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go r.srv.Serve(tls.NewListener(tcp, r.srv.TLSConfig))
+	rl, err := smtp.NewRelay(smtp.RelayConfig{URL: "smtps://relayuser:relaypass@" + tcp.Addr().String(), CAFile: r.caFile, Hostname: "inboxd.test", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, app.OutboundRelay, rl, "")
+	res := e.send(t, app.SendInput{To: []app.AddressInput{{Email: "bob@example.com"}}, Subject: subject("hi"), Text: "x"})
+	e.waitState(t, e.boot.Inbox.ID, res.MessageID, store.StatusSent)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.got) != 1 || !r.got[0].tls || r.got[0].user != "relayuser" || r.got[0].helo != "inboxd.test" {
+		t.Fatalf("relay saw %+v", r.got)
+	}
+}
+
 // --relay-insecure allows a relay without TLS; it does not turn TLS
 // down: a relay that offers STARTTLS gets the credentials and the mail
 // over it, its self-signed certificate accepted.

@@ -347,39 +347,35 @@ func (r *Relay) connect(ctx context.Context, cut *cutter) (*gosmtp.Client, error
 		return r.client, nil
 	}
 	d := &net.Dialer{Timeout: r.cfg.Timeout}
+	dialContext := d.DialContext
+	if r.u.Scheme == "smtps" {
+		dialContext = (&tls.Dialer{NetDialer: d, Config: r.tls}).DialContext
+	}
 	dial := func() (net.Conn, error) {
-		conn, err := d.DialContext(ctx, "tcp", r.u.Host)
+		conn, err := dialContext(ctx, "tcp", r.u.Host)
 		if err != nil {
 			return nil, fmt.Errorf("dial relay: %w", err)
 		}
 		cut.use(conn)
 		return conn, nil
 	}
+	conn, err := dial()
+	if err != nil {
+		return nil, err
+	}
 	var c *gosmtp.Client
-	var conn net.Conn
-	var err error
 	switch {
 	case r.u.Scheme == "smtps":
-		if conn, err = (&tls.Dialer{NetDialer: d, Config: r.tls}).DialContext(ctx, "tcp", r.u.Host); err != nil {
-			return nil, fmt.Errorf("dial relay: %w", err)
-		}
-		cut.use(conn)
 		c, err = open(conn, nil, r.cfg.Hostname, r.cfg.Timeout)
 	case r.cfg.Insecure:
 		// A plaintext relay is allowed, not chosen: STARTTLS when the
 		// relay offers it keeps the credentials and the mail out of
 		// clear text, as opportunistic TLS between mail servers does.
-		if conn, err = dial(); err != nil {
-			return nil, err
-		}
 		tc := r.tls.Clone()
 		tc.InsecureSkipVerify = true
 		c, conn, err = startTLSOrPlain(conn, tc, r.cfg.Hostname, r.cfg.Timeout, dial)
 	default:
 		// STARTTLS is required and the certificate verified.
-		if conn, err = dial(); err != nil {
-			return nil, err
-		}
 		if c, err = open(conn, r.tls, r.cfg.Hostname, r.cfg.Timeout); err != nil {
 			return nil, fmt.Errorf("relay %w (smtps:// or --relay-insecure for a relay without STARTTLS, --relay-ca-file for a private CA)", err)
 		}

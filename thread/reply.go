@@ -21,7 +21,7 @@ func hasReplyPrefix(lower string) bool {
 		}
 		// A count some mailers add: [2], (2) or ^2.
 		if len(rest) > 0 && strings.IndexByte("[(^", rest[0]) >= 0 {
-			closing := map[byte]string{'[': "]", '(': ")", '^': ""}[rest[0]]
+			closing := [...]string{"]", ")", ""}[strings.IndexByte("[(^", rest[0])]
 			after := strings.TrimLeft(rest[1:], "0123456789")
 			if len(after) == len(rest)-1 {
 				continue // no digits
