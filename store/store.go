@@ -307,7 +307,16 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// messages) would leave that much disk taken until the server stops;
 	// with the limit the file is cut back once a checkpoint has emptied it.
 	// Everyday WALs stay below it (autocheckpoint at 1,000 pages).
-	w, err := sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+common+"&_pragma=synchronous("+sync+")&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit("+fmt.Sprint(walSizeLimit)+")&_txlock=immediate")
+	writer := base + "?_pragma=auto_vacuum(INCREMENTAL)&" + common + "&_pragma=synchronous(" + sync + ")&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(" + fmt.Sprint(walSizeLimit) + ")&_txlock=immediate"
+	if !opts.NoFsync {
+		// Each commit's WAL frames in one write (walvfs.go), which needs the
+		// sync at every commit that synchronous=FULL gives.
+		if err := registerWALVFS(); err != nil {
+			return nil, fmt.Errorf("open writer: %w", err)
+		}
+		writer += "&vfs=" + walVFSName
+	}
+	w, err := sql.Open("sqlite", writer)
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
