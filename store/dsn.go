@@ -78,15 +78,34 @@ func (db *DB) applyDSN(ctx context.Context, tx *sql.Tx, inboxID string, dsn *mes
 // code, so "host mx[192.0.2.1] said: 550 5.1.1 …" yields 550.
 var replyCode = regexp.MustCompile(`(?:^|[^0-9.])([45][0-9][0-9])(?:[^0-9.]|$)`)
 
-// withoutReplyCode is a diagnostic without the reply code it starts with
-// ("550 5.1.1 unknown" or "550-5.1.1 unknown" is "5.1.1 unknown"), the
-// code being stored on its own, as for a relay's reply.
+// withoutReplyCode is a diagnostic as a relay's reply is stored (go-smtp's
+// SMTPError): without the reply code it starts with ("550 5.1.1 unknown"
+// is "5.1.1 unknown"), the code being stored on its own, and a multi-line
+// reply ("550-5.1.1 a 550 5.1.1 b", its lines unfolded into one by the
+// DSN's header folding) as its lines, each but the first without the code
+// and enhanced code it repeats (RFC 2034): "5.1.1 a\nb".
 func withoutReplyCode(diagnostic string, code int) string {
-	if rest, ok := strings.CutPrefix(diagnostic, strconv.Itoa(code)); ok && rest != "" && (rest[0] == ' ' || rest[0] == '-') {
-		return strings.TrimSpace(rest[1:])
+	c := strconv.Itoa(code)
+	rest, ok := strings.CutPrefix(diagnostic, c)
+	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '-') {
+		return diagnostic
 	}
-	return diagnostic
+	text := strings.TrimSpace(rest[1:])
+	if rest[0] == ' ' {
+		return text // one line
+	}
+	prefix := ""
+	if enh, _, _ := strings.Cut(text, " "); enhancedCode.MatchString(enh) {
+		prefix = enh + " "
+	}
+	for _, sep := range []string{" " + c + "-", " " + c + " "} {
+		text = strings.ReplaceAll(text, sep+prefix, "\n")
+	}
+	return text
 }
+
+// enhancedCode is an RFC 3463 status code, as a reply's first word.
+var enhancedCode = regexp.MustCompile(`^[245]\.[0-9]{1,3}\.[0-9]{1,3}$`)
 
 // dsnCode is the SMTP code stored for a bounced recipient: the reply code
 // in the diagnostic, else one derived from the status class (RFC 3463

@@ -235,3 +235,24 @@ func TestDSNCode(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutReplyCode: a DSN's diagnostic is stored as a relay's reply
+// is (smtp/relay.go, go-smtp's SMTPError): without the reply code that
+// smtp_code holds, and a multi-line reply as its lines, each without the
+// code and enhanced code the lines repeat (RFC 2034), here unfolded into
+// one line by the DSN's header folding.
+func TestWithoutReplyCode(t *testing.T) {
+	for _, tc := range []struct{ diagnostic, want string }{
+		{"550 5.1.1 user unknown", "5.1.1 user unknown"},
+		{"550-5.1.1 The email account that you tried to reach does not exist. Please try 550-5.1.1 double-checking the recipient's email address for typos or 550-5.1.1 unnecessary spaces. Learn more at 550 5.1.1 https://support.google.com/mail/?p=NoSuchUser",
+			"5.1.1 The email account that you tried to reach does not exist. Please try\ndouble-checking the recipient's email address for typos or\nunnecessary spaces. Learn more at\nhttps://support.google.com/mail/?p=NoSuchUser"},
+		{"550-Mailbox unavailable 550 try later", "Mailbox unavailable\ntry later"},
+		{"550 5.1.1 see 550-5.1.1 in the logs", "5.1.1 see 550-5.1.1 in the logs"}, // one line: kept
+		{"host mx[192.0.2.1] said: 550 5.1.1 unknown", "host mx[192.0.2.1] said: 550 5.1.1 unknown"},
+		{"5500 odd", "5500 odd"},
+	} {
+		if got := withoutReplyCode(tc.diagnostic, dsnCode(tc.diagnostic, "")); got != tc.want {
+			t.Errorf("withoutReplyCode(%q) = %q, want %q", tc.diagnostic, got, tc.want)
+		}
+	}
+}
