@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -16,27 +17,38 @@ import (
 // the writer about 180 µs of system time against 24 µs for the same bytes
 // in one call, a quarter of the writer's CPU per message.
 //
-// walVFS is SQLite's unix VFS with the WAL file's writes gathered: a write
-// that continues (or falls within) the run of bytes not yet written is
-// copied to it, and the run goes to the file in one write before anything
-// that could need it there — a sync, a read, the file's size, a truncate,
-// a file control, a close. Every other operation is the unix VFS's own
-// (locking, shared memory, the database file and everything else it opens).
+// walVFS is SQLite's default VFS with the WAL file's writes gathered: a
+// write that continues (or falls within) the run of bytes not yet written
+// is copied to it, and the run goes to the file in one write before
+// anything that could need it there — a sync, a read, the file's size, a
+// truncate, a file control. Every other operation is the default VFS's
+// own (locking, shared memory, the database file's I/O).
 //
-// This is only safe on a connection whose every commit syncs the WAL
-// (synchronous=FULL): SQLite publishes a commit to other connections (in
-// the WAL index, shared memory) only after the commit's sync, so by then
-// the run has reached the file; frames a transaction spills before its
-// commit are visible to no one else (the writer holds the WAL write lock),
-// and the writer's own reads of them flush first. Without the sync
-// (synchronous=NORMAL) a commit would be published with its frames still
-// here, so DB.Open uses this VFS only with fsync on. (Nor may anything
-// be written after a commit's sync: SQLite does that only to pad commits
-// to a sector on storage without powersafe overwrite, which the unix VFS
-// claims unless a DSN says psow=0, and ours never does.) A write that fails
-// once gathered fails at the sync instead, which fails the commit as the
-// write would have.
+// What the run holds belongs to the write transaction in progress, and
+// lives no longer than it:
+//
+//   - Committed, it is on the file: the writer runs with synchronous=FULL
+//     (DB.Open uses this VFS only with fsync on), so every commit syncs
+//     the WAL, which writes the run, before SQLite publishes the commit in
+//     the WAL index; no other connection can look for a frame still here.
+//     (Nor may anything be written after a commit's sync: SQLite does
+//     that only to pad commits to a sector on storage without powersafe
+//     overwrite, which the unix VFS claims unless a DSN says psow=0, and
+//     ours never does.)
+//   - Not committed (frames a transaction spilled, then rolled back), it
+//     is dropped when the transaction lets go of the WAL's write lock:
+//     written later, it would land on frames another connection or the
+//     CLI's process committed meanwhile at the same offsets.
+//   - A write of the run that fails keeps it: the failure is reported
+//     where it happened, and the next flush (at the latest, the commit's
+//     sync) writes all of it again or fails the commit. Dropped, a
+//     statement could fail, be rolled back alone, and the transaction
+//     commit without frames the WAL index still points to.
 const walVFSName = "inboxd-wal"
+
+// walWriteLock is SQLite's WAL_WRITE_LOCK, the first of the shared-memory
+// locks: held by the one connection writing the WAL.
+const walWriteLock = 0
 
 // walRunMax bounds a file's gathered run (a migration's large transactions
 // spill many megabytes of frames).
@@ -55,17 +67,27 @@ var walVFS struct {
 	err  error
 	unix uintptr // SQLite's default VFS
 
-	mu      sync.Mutex
-	methods map[uintptr]uintptr  // our method table, by the unix VFS's own
-	files   map[uintptr]*walFile // by sqlite3_file
+	mu         sync.Mutex
+	walMethods map[uintptr]uintptr  // our WAL files' method table, by the default VFS's own
+	dbMethods  map[uintptr]uintptr  // our database files' method table, likewise
+	files      map[uintptr]*walFile // WAL files, by sqlite3_file
+	dbs        map[uintptr]*dbFile  // database files, by sqlite3_file
 }
 
 // walFile is the gathered run of one open WAL file.
 type walFile struct {
 	orig *sqlite3.Tsqlite3_io_methods
+	db   string  // the database's name, the file's without "-wal"
 	buf  uintptr // walRunMax bytes, allocated at the first write
 	off  int64   // file offset of the run's first byte
 	n    int     // bytes in the run
+}
+
+// dbFile is an open database file, whose shared-memory locks say when a
+// write transaction ends.
+type dbFile struct {
+	orig *sqlite3.Tsqlite3_io_methods
+	name string
 }
 
 // registerWALVFS registers walVFS with SQLite once.
@@ -95,8 +117,10 @@ func registerWALVFSOnce() error {
 	vfs.FzName = name
 	vfs.FxOpen = fnptr(walOpen)
 	walVFS.unix = unix
-	walVFS.methods = map[uintptr]uintptr{}
+	walVFS.walMethods = map[uintptr]uintptr{}
+	walVFS.dbMethods = map[uintptr]uintptr{}
 	walVFS.files = map[uintptr]*walFile{}
+	walVFS.dbs = map[uintptr]*dbFile{}
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, p, 0); rc != sqlite3.SQLITE_OK {
 		return fmt.Errorf("register %s VFS: SQLite error %d", walVFSName, rc)
 	}
@@ -116,31 +140,76 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 	fp := (*sqlite3.Tsqlite3_vfs)(cptr(walVFS.unix)).FxOpen
 	rc := (*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&fp)))(tls, walVFS.unix, zName, pFile, flags, pOutFlags)
 	file := (*sqlite3.Tsqlite3_file)(cptr(pFile))
-	if rc != sqlite3.SQLITE_OK || flags&sqlite3.SQLITE_OPEN_WAL == 0 || file.FpMethods == 0 {
+	wal, db := flags&sqlite3.SQLITE_OPEN_WAL != 0, flags&sqlite3.SQLITE_OPEN_MAIN_DB != 0
+	if rc != sqlite3.SQLITE_OK || !wal && !db || file.FpMethods == 0 || zName == 0 {
 		return rc
 	}
 	walVFS.mu.Lock()
 	defer walVFS.mu.Unlock()
-	ours, ok := walVFS.methods[file.FpMethods]
+	tables, wrap := walVFS.dbMethods, wrapDBMethods
+	if wal {
+		tables, wrap = walVFS.walMethods, wrapWALMethods
+	}
+	ours, ok := tables[file.FpMethods]
 	if !ok {
-		ours = libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{})))
-		if ours == 0 {
-			return sqlite3.SQLITE_NOMEM // the file stays the unix VFS's, which closes it
+		if ours = libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{}))); ours == 0 {
+			return sqlite3.SQLITE_OK // the file stays the default VFS's: nothing gathered
 		}
 		m := (*sqlite3.Tsqlite3_io_methods)(cptr(ours))
 		*m = *(*sqlite3.Tsqlite3_io_methods)(cptr(file.FpMethods))
-		m.FxWrite = fnptr(walWrite)
-		m.FxRead = fnptr(walRead)
-		m.FxSync = fnptr(walSync)
-		m.FxTruncate = fnptr(walTruncate)
-		m.FxFileSize = fnptr(walFileSize)
-		m.FxFileControl = fnptr(walFileControl)
-		m.FxClose = fnptr(walClose)
-		walVFS.methods[file.FpMethods] = ours
+		wrap(m)
+		tables[file.FpMethods] = ours
 	}
-	walVFS.files[pFile] = &walFile{orig: (*sqlite3.Tsqlite3_io_methods)(cptr(file.FpMethods))}
+	orig := (*sqlite3.Tsqlite3_io_methods)(cptr(file.FpMethods))
+	name := libc.GoString(zName)
+	if wal {
+		walVFS.files[pFile] = &walFile{orig: orig, db: strings.TrimSuffix(name, "-wal")}
+	} else {
+		walVFS.dbs[pFile] = &dbFile{orig: orig, name: name}
+	}
 	file.FpMethods = ours
 	return rc
+}
+
+func wrapWALMethods(m *sqlite3.Tsqlite3_io_methods) {
+	m.FxWrite = fnptr(walWrite)
+	m.FxRead = fnptr(walRead)
+	m.FxSync = fnptr(walSync)
+	m.FxTruncate = fnptr(walTruncate)
+	m.FxFileSize = fnptr(walFileSize)
+	m.FxFileControl = fnptr(walFileControl)
+	m.FxClose = fnptr(walClose)
+}
+
+func wrapDBMethods(m *sqlite3.Tsqlite3_io_methods) {
+	m.FxShmLock = fnptr(dbShmLock)
+	m.FxClose = fnptr(dbClose)
+}
+
+// dbShmLock drops the runs of the database's WAL before its write lock
+// goes: what they hold then was never committed (see walVFSName).
+func dbShmLock(tls *libc.TLS, pFile uintptr, ofst, n, flags int32) int32 {
+	walVFS.mu.Lock()
+	d := walVFS.dbs[pFile]
+	if flags&sqlite3.SQLITE_SHM_UNLOCK != 0 && flags&sqlite3.SQLITE_SHM_EXCLUSIVE != 0 && ofst <= walWriteLock && walWriteLock < ofst+n {
+		for _, w := range walVFS.files {
+			if w.db == d.name {
+				w.n = 0
+			}
+		}
+	}
+	walVFS.mu.Unlock()
+	fp := d.orig.FxShmLock
+	return (*(*func(*libc.TLS, uintptr, int32, int32, int32) int32)(unsafe.Pointer(&fp)))(tls, pFile, ofst, n, flags)
+}
+
+func dbClose(tls *libc.TLS, pFile uintptr) int32 {
+	walVFS.mu.Lock()
+	d := walVFS.dbs[pFile]
+	delete(walVFS.dbs, pFile)
+	walVFS.mu.Unlock()
+	fp := d.orig.FxClose
+	return (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&fp)))(tls, pFile)
 }
 
 func walFileOf(pFile uintptr) *walFile {
@@ -164,11 +233,14 @@ func (w *walFile) write(tls *libc.TLS, pFile, p uintptr, n int, off int64) int32
 	return sqlite3.SQLITE_OK
 }
 
-// flush writes the run to the file.
+// flush writes the run to the file. A failed write keeps the run, to be
+// written again by the next flush (see walVFSName).
 func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
-	n := w.n
-	w.n = 0
-	return w.write(tls, pFile, w.buf, n, w.off)
+	rc := w.write(tls, pFile, w.buf, w.n, w.off)
+	if rc == sqlite3.SQLITE_OK {
+		w.n = 0
+	}
+	return rc
 }
 
 func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
@@ -241,18 +313,16 @@ func walFileControl(tls *libc.TLS, pFile uintptr, op int32, pArg uintptr) int32 
 	return (*(*func(*libc.TLS, uintptr, int32, uintptr) int32)(unsafe.Pointer(&fp)))(tls, pFile, op, pArg)
 }
 
+// walClose drops the run: SQLite closes a WAL outside any write
+// transaction, so whatever is left was never committed.
 func walClose(tls *libc.TLS, pFile uintptr) int32 {
 	walVFS.mu.Lock()
 	w := walVFS.files[pFile]
 	delete(walVFS.files, pFile)
 	walVFS.mu.Unlock()
-	rc := w.flush(tls, pFile)
 	if w.buf != 0 {
 		libc.Xfree(tls, w.buf)
 	}
 	fp := w.orig.FxClose
-	if crc := (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&fp)))(tls, pFile); rc == sqlite3.SQLITE_OK {
-		rc = crc
-	}
-	return rc
+	return (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&fp)))(tls, pFile)
 }

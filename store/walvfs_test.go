@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -225,4 +228,266 @@ func checkSnapshot(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// openGathered opens path through walVFS as the writer does, with a page
+// cache of 8 pages so that a transaction of a few rows spills frames.
+func openGathered(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	if err := registerWALVFS(); err != nil {
+		t.Fatal(err)
+	}
+	base := (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
+	w, err := sql.Open("sqlite", base+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(8)&_pragma=busy_timeout(10000)&_txlock=immediate&vfs="+walVFSName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	w.SetMaxOpenConns(1)
+	return w
+}
+
+// blobRows checks that table holds want rows, row k's blob being k's byte
+// repeated, and that the database is whole.
+func blobRows(t *testing.T, db *sql.DB, table string, want int) {
+	t.Helper()
+	ctx := context.Background()
+	var ok string
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check = %q, %v", ok, err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT k, b FROM `+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for ; rows.Next(); n++ {
+		var k int
+		var b []byte
+		if err := rows.Scan(&k, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, bytes.Repeat([]byte{byte(k)}, len(b))) || len(b) < 1000 {
+			t.Errorf("%s row %d damaged", table, k)
+		}
+	}
+	if err := rows.Err(); err != nil || n != want {
+		t.Fatalf("%s: %d rows (%v), want %d", table, n, err, want)
+	}
+}
+
+// TestWALRunEndsWithTheWriteLock: frames a transaction spilled and then
+// rolled back are never written after it lets go of the write lock, where
+// they would land on what another writer (here a second connection, in
+// production the CLI's process) committed meanwhile at the same offsets.
+func TestWALRunEndsWithTheWriteLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	other, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	exec := func(db *sql.DB, q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	exec(w, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`)
+	exec(w, `CREATE TABLE o (k INTEGER PRIMARY KEY, b BLOB)`)
+	for i := range 20 {
+		exec(w, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
+	}
+	exec(w, `PRAGMA wal_checkpoint(PASSIVE)`)
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 160; i++ { // spills
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{0xEE}, 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		exec(other, `INSERT INTO o VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
+	}
+	exec(w, `INSERT INTO t VALUES (200, ?)`, bytes.Repeat([]byte{200}, 3000)) // reads the WAL
+	blobRows(t, other, "o", 10)
+	blobRows(t, other, "t", 21)
+}
+
+// TestWALFailedWriteLosesNothing: a write of the run that fails (the file
+// may grow no further) surfaces at the read of a spilled page that made
+// the run go to the file, and nothing is lost: SQLite either rolls the
+// transaction back or, the file growing again, commits it with every
+// frame it spilled; either way the database is whole and holds what was
+// committed. The limit is RLIMIT_FSIZE (EFBIG, an I/O error), set in a
+// child process since it is process-wide. (A full disk, ENOSPC, was
+// checked by hand on a tmpfs: the statement fails with SQLITE_FULL alone,
+// the transaction goes on and commits whole.)
+func TestWALFailedWriteLosesNothing(t *testing.T) {
+	if os.Getenv("INBOXD_TEST_FSIZE_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWALFailedWriteLosesNothing$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "INBOXD_TEST_FSIZE_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("ok: recommitted")) {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "full.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	if _, err := w.ExecContext(ctx, `PRAGMA wal_autocheckpoint(0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY, u INTEGER UNIQUE NOT NULL, b BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	setLimit := func(n uint64) {
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: lim.Max}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 160; i++ {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	} else {
+		setLimit(uint64(st.Size())) // the WAL is empty: its frames cannot be written
+	}
+	// A statement with a statement journal that reads a spilled page.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t (u, b) SELECT u + 100000, b FROM t WHERE k = 100`); err == nil {
+		t.Fatal("the read of a spilled page did not fail with the WAL unwritable")
+	}
+	setLimit(lim.Cur)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (200, 200, ?)`, bytes.Repeat([]byte{200}, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	want := 20 + 60 + 1
+	if err := tx.Commit(); err != nil {
+		if !strings.Contains(err.Error(), "no transaction is active") {
+			t.Fatalf("commit: %v", err)
+		}
+		want = 20 + 1 // SQLite rolled the transaction back; row 200 was a statement of its own
+	}
+	if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (300, 300, ?)`, bytes.Repeat([]byte{44}, 3000)); err != nil {
+		t.Fatalf("a commit after the file may grow again: %v", err)
+	}
+	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	blobRows(t, r, "t", want+1)
+	fmt.Println("ok: recommitted")
+}
+
+// TestWALFullDiskLosesNothing is TestWALFailedWriteLosesNothing on a full
+// disk (ENOSPC, SQLITE_FULL), where SQLite fails the statement that read
+// the spilled page alone and the transaction goes on: its commit, once
+// there is room again, must hold every frame it spilled. The disk is an
+// 8 MB tmpfs in a mount namespace of the child's own (unshare, as root;
+// the mount goes with the child).
+func TestWALFullDiskLosesNothing(t *testing.T) {
+	dir := os.Getenv("INBOXD_TEST_TMPFS")
+	if dir == "" {
+		dir = t.TempDir()
+		script := `mount -t tmpfs -o size=8m tmpfs "$INBOXD_TEST_TMPFS" && exec "$0" -test.run='^TestWALFullDiskLosesNothing$' -test.count=1 -test.v`
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, os.Args[0])
+		cmd.Env = append(os.Environ(), "INBOXD_TEST_TMPFS="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil && bytes.Contains(out, []byte("unshare failed")) || errors.Is(err, exec.ErrNotFound) {
+			t.Skipf("needs unshare and root for a tmpfs of its own: %v %s", err, out)
+		}
+		if err != nil || !bytes.Contains(out, []byte("ok: full disk survived")) {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	path := filepath.Join(dir, "full.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := w.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	exec(`PRAGMA wal_autocheckpoint(0)`)
+	exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, u INTEGER UNIQUE NOT NULL, b BLOB)`)
+	for i := range 20 {
+		exec(`INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000))
+	}
+	exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	// Fill the disk but for 64 KB: the spilled frames stay in the run.
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	for n := int64(0); n < int64(st.Bavail)*st.Bsize-64<<10; n += 4096 {
+		if _, err := filler.Write(page); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 160; i++ {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000)); err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t (u, b) SELECT u + 100000, b FROM t WHERE k = 100`); err == nil {
+		t.Fatal("the read of a spilled page did not fail on the full disk")
+	}
+	if err := os.Remove(filler.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (200, 200, ?)`, bytes.Repeat([]byte{200}, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	blobRows(t, r, "t", 81)
+	fmt.Println("ok: full disk survived")
 }
