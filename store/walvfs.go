@@ -31,10 +31,9 @@ import (
 //     (DB.Open uses this VFS only with fsync on), so every commit syncs
 //     the WAL, which writes the run, before SQLite publishes the commit in
 //     the WAL index; no other connection can look for a frame still here.
-//     (Nor may anything be written after a commit's sync: SQLite does
-//     that only to pad commits to a sector on storage without powersafe
-//     overwrite, which the unix VFS claims unless a DSN says psow=0, and
-//     ours never does.)
+//     The shared-memory barrier SQLite passes before it publishes writes
+//     the run too, for a commit made without that sync (synchronous set
+//     lower by hand, or psow=0's padding written after the sync).
 //   - Not committed (frames a transaction spilled, then rolled back), it
 //     is dropped when the transaction lets go of the WAL's write lock:
 //     written later, it would land on frames another connection or the
@@ -183,7 +182,38 @@ func wrapWALMethods(m *sqlite3.Tsqlite3_io_methods) {
 
 func wrapDBMethods(m *sqlite3.Tsqlite3_io_methods) {
 	m.FxShmLock = fnptr(dbShmLock)
+	m.FxShmBarrier = fnptr(dbShmBarrier)
 	m.FxClose = fnptr(dbClose)
+}
+
+// dbShmBarrier writes the runs of the database's WAL before SQLite goes
+// on to publish what it wrote in the WAL index, which it does after a
+// barrier. With synchronous=FULL the commit's sync has written them
+// already; this keeps a connection that runs without that sync
+// (synchronous=NORMAL set by hand, psow=0's padding after the sync) from
+// publishing frames that are not on the file. A barrier cannot fail: a
+// run that cannot be written stays, for the next flush.
+func dbShmBarrier(tls *libc.TLS, pFile uintptr) {
+	walVFS.mu.Lock()
+	d := walVFS.dbs[pFile]
+	var runs []walRun
+	for p, w := range walVFS.files {
+		if w.db == d.name && w.n > 0 {
+			runs = append(runs, walRun{p, w})
+		}
+	}
+	walVFS.mu.Unlock()
+	for _, r := range runs {
+		r.w.flush(tls, r.pFile)
+	}
+	fp := d.orig.FxShmBarrier
+	(*(*func(*libc.TLS, uintptr))(unsafe.Pointer(&fp)))(tls, pFile)
+}
+
+// walRun is an open WAL file with bytes in its run.
+type walRun struct {
+	pFile uintptr
+	w     *walFile
 }
 
 // dbShmLock drops the runs of the database's WAL before its write lock

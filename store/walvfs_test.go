@@ -491,3 +491,29 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 	blobRows(t, r, "t", 81)
 	fmt.Println("ok: full disk survived")
 }
+
+// TestWALRunWrittenBeforePublishing: a writer through walVFS that runs
+// without a sync at every commit (synchronous=NORMAL set by hand) still
+// has each commit's frames on the file before another connection can see
+// the commit.
+func TestWALRunWrittenBeforePublishing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "normal.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, q := range []string{`PRAGMA synchronous=NORMAL`, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`} {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	for i := range 30 {
+		if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000)); err != nil {
+			t.Fatal(err)
+		}
+		blobRows(t, r, "t", i+1)
+	}
+}
