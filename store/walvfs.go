@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,9 +32,11 @@ import (
 //     (DB.Open uses this VFS only with fsync on), so every commit syncs
 //     the WAL, which writes the run, before SQLite publishes the commit in
 //     the WAL index; no other connection can look for a frame still here.
-//     The shared-memory barrier SQLite passes before it publishes writes
-//     the run too, for a commit made without that sync (synchronous set
-//     lower by hand, or psow=0's padding written after the sync).
+//     Without that sync (synchronous set lower by hand, psow=0's padding
+//     after it) the commit's own frame still goes to the file with the
+//     run as it is written, so its failure fails the commit (walWrite),
+//     and the shared-memory barrier SQLite passes before it publishes
+//     writes whatever this connection's run holds.
 //   - Not committed (frames a transaction spilled, then rolled back), it
 //     is dropped when the transaction lets go of the WAL's write lock:
 //     written later, it would land on frames another connection or the
@@ -76,10 +79,14 @@ var walVFS struct {
 // walFile is the gathered run of one open WAL file.
 type walFile struct {
 	orig *sqlite3.Tsqlite3_io_methods
-	db   string  // the database's name, the file's without "-wal"
-	buf  uintptr // walRunMax bytes, allocated at the first write
-	off  int64   // file offset of the run's first byte
-	n    int     // bytes in the run
+	db   string    // the database's name, the file's without "-wal"
+	conn *libc.TLS // the connection's (modernc gives each its own)
+	buf  uintptr   // walRunMax bytes, allocated at the first write
+	// commit: the last frame header written marks a commit, whose frame
+	// goes to the file as it is written (see walWrite).
+	commit bool
+	off    int64 // file offset of the run's first byte
+	n      int   // bytes in the run
 }
 
 // dbFile is an open database file, whose shared-memory locks say when a
@@ -87,6 +94,7 @@ type walFile struct {
 type dbFile struct {
 	orig *sqlite3.Tsqlite3_io_methods
 	name string
+	conn *libc.TLS
 }
 
 // registerWALVFS registers walVFS with SQLite once.
@@ -162,9 +170,9 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 	orig := (*sqlite3.Tsqlite3_io_methods)(cptr(file.FpMethods))
 	name := libc.GoString(zName)
 	if wal {
-		walVFS.files[pFile] = &walFile{orig: orig, db: strings.TrimSuffix(name, "-wal")}
+		walVFS.files[pFile] = &walFile{orig: orig, db: strings.TrimSuffix(name, "-wal"), conn: tls}
 	} else {
-		walVFS.dbs[pFile] = &dbFile{orig: orig, name: name}
+		walVFS.dbs[pFile] = &dbFile{orig: orig, name: name, conn: tls}
 	}
 	file.FpMethods = ours
 	return rc
@@ -198,7 +206,7 @@ func dbShmBarrier(tls *libc.TLS, pFile uintptr) {
 	d := walVFS.dbs[pFile]
 	var runs []walRun
 	for p, w := range walVFS.files {
-		if w.db == d.name && w.n > 0 {
+		if w.db == d.name && w.conn == d.conn && w.n > 0 { // this connection's WAL: another's run is its own goroutine's
 			runs = append(runs, walRun{p, w})
 		}
 	}
@@ -223,7 +231,8 @@ func dbShmLock(tls *libc.TLS, pFile uintptr, ofst, n, flags int32) int32 {
 	d := walVFS.dbs[pFile]
 	if flags&sqlite3.SQLITE_SHM_UNLOCK != 0 && flags&sqlite3.SQLITE_SHM_EXCLUSIVE != 0 && ofst <= walWriteLock && walWriteLock < ofst+n {
 		for _, w := range walVFS.files {
-			if w.db == d.name {
+			// Any connection's: only the lock's holder can have a run.
+			if w.db == d.name && w.n != 0 {
 				w.n = 0
 			}
 		}
@@ -266,6 +275,9 @@ func (w *walFile) write(tls *libc.TLS, pFile, p uintptr, n int, off int64) int32
 // flush writes the run to the file. A failed write keeps the run, to be
 // written again by the next flush (see walVFSName).
 func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
+	if w.n == 0 {
+		return sqlite3.SQLITE_OK
+	}
 	rc := w.write(tls, pFile, w.buf, w.n, w.off)
 	if rc == sqlite3.SQLITE_OK {
 		w.n = 0
@@ -273,8 +285,27 @@ func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 	return rc
 }
 
+// walFrameHeader is the size of a WAL frame's header, which SQLite writes
+// on its own before the frame's page; its bytes 4–7 hold the database's
+// size in pages after a commit, for the frame that ends one, and 0 for
+// every other.
+const walFrameHeader = 24
+
+// walWrite gathers the write into the run, but for a commit's frame: its
+// header and page go to the file (with the run before them) as they are
+// written, so that a failure fails SQLite's write of the commit, as it
+// would without the run, on every path that publishes it (a commit
+// without a sync, the padding written after one, the checksums SQLite
+// rewrites, which are a header each after a read).
 func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	w := walFileOf(pFile)
+	src := unsafe.Slice((*byte)(cptr(zBuf)), iAmt)
+	if iAmt == walFrameHeader {
+		w.commit = binary.BigEndian.Uint32(src[4:8]) != 0
+		if w.commit && w.n == 0 {
+			return w.write(tls, pFile, zBuf, int(iAmt), iOfst)
+		}
+	}
 	if w.buf == 0 {
 		if w.buf = libc.Xmalloc(tls, walRunMax); w.buf == 0 {
 			return w.write(tls, pFile, zBuf, int(iAmt), iOfst)
@@ -293,8 +324,11 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 		w.off, at = iOfst, 0
 	}
 	run := unsafe.Slice((*byte)(cptr(w.buf)), walRunMax)
-	copy(run[at:], unsafe.Slice((*byte)(cptr(zBuf)), iAmt))
+	copy(run[at:], src)
 	w.n = max(w.n, int(at)+int(iAmt))
+	if w.commit && iAmt != walFrameHeader {
+		return w.flush(tls, pFile)
+	}
 	return sqlite3.SQLITE_OK
 }
 

@@ -416,19 +416,8 @@ func TestWALFailedWriteLosesNothing(t *testing.T) {
 // 8 MB tmpfs in a mount namespace of the child's own (unshare, as root;
 // the mount goes with the child).
 func TestWALFullDiskLosesNothing(t *testing.T) {
-	dir := os.Getenv("INBOXD_TEST_TMPFS")
-	if dir == "" {
-		dir = t.TempDir()
-		script := `mount -t tmpfs -o size=8m tmpfs "$INBOXD_TEST_TMPFS" && exec "$0" -test.run='^TestWALFullDiskLosesNothing$' -test.count=1 -test.v`
-		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, os.Args[0])
-		cmd.Env = append(os.Environ(), "INBOXD_TEST_TMPFS="+dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil && bytes.Contains(out, []byte("unshare failed")) || errors.Is(err, exec.ErrNotFound) {
-			t.Skipf("needs unshare and root for a tmpfs of its own: %v %s", err, out)
-		}
-		if err != nil || !bytes.Contains(out, []byte("ok: full disk survived")) {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
+	dir, child := onSmallTmpfs(t)
+	if !child {
 		return
 	}
 	path := filepath.Join(dir, "full.db")
@@ -446,22 +435,7 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 		exec(`INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000))
 	}
 	exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	// Fill the disk but for 64 KB: the spilled frames stay in the run.
-	filler, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	page := make([]byte, 4096)
-	for n := int64(0); n < int64(st.Bavail)*st.Bsize-64<<10; n += 4096 {
-		if _, err := filler.Write(page); err != nil {
-			break
-		}
-	}
-	filler.Close()
+	filler := fillDisk(t, dir, 64<<10) // the spilled frames stay in the run
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +448,7 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO t (u, b) SELECT u + 100000, b FROM t WHERE k = 100`); err == nil {
 		t.Fatal("the read of a spilled page did not fail on the full disk")
 	}
-	if err := os.Remove(filler.Name()); err != nil {
+	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (200, 200, ?)`, bytes.Repeat([]byte{200}, 3000)); err != nil {
@@ -489,7 +463,159 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 	}
 	defer r.Close()
 	blobRows(t, r, "t", 81)
-	fmt.Println("ok: full disk survived")
+	fmt.Println("ok: child passed")
+}
+
+// onSmallTmpfs runs the calling test again in a child process, in a mount
+// namespace of its own (unshare, as root) with an 8 MB tmpfs, and reports
+// whether it is that child, with the tmpfs's directory; the parent checks
+// the child passed (it prints "ok: child passed"), or skips where unshare
+// is refused. The mount goes with the child.
+func onSmallTmpfs(t *testing.T) (dir string, child bool) {
+	t.Helper()
+	if dir := os.Getenv("INBOXD_TEST_TMPFS"); dir != "" {
+		return dir, true
+	}
+	dir = t.TempDir()
+	script := `mount -t tmpfs -o size=8m tmpfs "$INBOXD_TEST_TMPFS" && exec "$0" -test.run="^$1\$" -test.count=1 -test.v`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, os.Args[0], t.Name())
+	cmd.Env = append(os.Environ(), "INBOXD_TEST_TMPFS="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil && bytes.Contains(out, []byte("unshare failed")) || errors.Is(err, exec.ErrNotFound) {
+		t.Skipf("needs unshare and root for a tmpfs of its own: %v %s", err, out)
+	}
+	if err != nil || !bytes.Contains(out, []byte("ok: child passed")) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	return dir, false
+}
+
+// fillDisk fills dir's file system but for leave bytes; the file goes at
+// the end of the test.
+func fillDisk(t *testing.T, dir string, leave int64) (name string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	for n := int64(0); n < int64(st.Bavail)*st.Bsize-leave; n += 4096 {
+		if _, err := f.Write(page); err != nil {
+			break
+		}
+	}
+	return f.Name()
+}
+
+// TestWALCommitWithoutSyncOnFullDisk: a writer through walVFS without a
+// sync at every commit (synchronous=NORMAL) on a full disk has its commit
+// fail, as SQLite's own VFS does, instead of publishing frames that could
+// not be written.
+func TestWALCommitWithoutSyncOnFullDisk(t *testing.T) {
+	dir, child := onSmallTmpfs(t)
+	if !child {
+		return
+	}
+	path := filepath.Join(dir, "normal.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	for _, q := range []string{`PRAGMA synchronous=NORMAL`, `PRAGMA wal_autocheckpoint(0)`, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`} {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	for i := range 5 {
+		if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filler := fillDisk(t, dir, 0)
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 104; i++ { // fits the cache: nothing spilled, the frames go at the commit
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = tx.Commit()
+	if err == nil {
+		t.Error("a commit whose frames could not be written succeeded")
+	}
+	os.Remove(filler)
+	if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (500, ?)`, bytes.Repeat([]byte{0xF4}, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	blobRows(t, r, "t", 6)
+	fmt.Println("ok: child passed")
+}
+
+// TestWALTwoConnectionsOneProcess: two connections through walVFS on one
+// database (the tests' store beside an in-process server): one's reads
+// pass barriers while the other gathers its commits, and neither touches
+// the other's run.
+func TestWALTwoConnectionsOneProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.db")
+	ctx := context.Background()
+	w := openGathered(t, path)
+	r := openGathered(t, path)
+	if _, err := w.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var readErr error
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var n int
+			if err := r.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil {
+				readErr = err
+				return
+			}
+		}
+	})
+	k := 0
+	for range 40 {
+		tx, err := w.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 30 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (?, ?)`, k, bytes.Repeat([]byte{byte(k)}, 3000)); err != nil {
+				t.Fatal(err)
+			}
+			k++
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	blobRows(t, r, "t", k)
 }
 
 // TestWALRunWrittenBeforePublishing: a writer through walVFS that runs
