@@ -82,8 +82,8 @@ type walFile struct {
 	db   string    // the database's name, the file's without "-wal"
 	conn *libc.TLS // the connection's (modernc gives each its own)
 	buf  uintptr   // walRunMax bytes, allocated at the first write
-	// commit: the last frame header written marks a commit, whose frame
-	// goes to the file as it is written (see walWrite).
+	// commit: this hold of the write lock has written a commit's frame
+	// header; what follows it goes to the file as it is written (walWrite).
 	commit bool
 	off    int64 // file offset of the run's first byte
 	n      int   // bytes in the run
@@ -232,8 +232,8 @@ func dbShmLock(tls *libc.TLS, pFile uintptr, ofst, n, flags int32) int32 {
 	if flags&sqlite3.SQLITE_SHM_UNLOCK != 0 && flags&sqlite3.SQLITE_SHM_EXCLUSIVE != 0 && ofst <= walWriteLock && walWriteLock < ofst+n {
 		for _, w := range walVFS.files {
 			// Any connection's: only the lock's holder can have a run.
-			if w.db == d.name && w.n != 0 {
-				w.n = 0
+			if w.db == d.name && (w.n != 0 || w.commit) {
+				w.n, w.commit = 0, false
 			}
 		}
 	}
@@ -291,21 +291,19 @@ func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 // every other.
 const walFrameHeader = 24
 
-// walWrite gathers the write into the run, but for a commit's frame: its
-// header and page go to the file (with the run before them) as they are
-// written, so that a failure fails SQLite's write of the commit, as it
-// would without the run, on every path that publishes it (a commit
-// without a sync, the padding written after one, the checksums SQLite
-// rewrites, which are a header each after a read).
+// walWrite gathers the write into the run, until a commit's frame: from
+// its page on (SQLite writes the page right after the header, which is
+// gathered with the rest), everything this hold of the write lock writes
+// goes to the file as it is written, so that a failure fails SQLite's
+// write of the commit, as it would without the run, on every path that
+// publishes one: a commit without a sync, the padding SQLite writes after
+// one (psow=0, in pieces that need not start at a frame), and the
+// checksums it rewrites (a header each, with no page after it).
 func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	w := walFileOf(pFile)
 	src := unsafe.Slice((*byte)(cptr(zBuf)), iAmt)
-	if iAmt == walFrameHeader {
-		w.commit = binary.BigEndian.Uint32(src[4:8]) != 0
-		if w.commit && w.n == 0 {
-			return w.write(tls, pFile, zBuf, int(iAmt), iOfst)
-		}
-	}
+	commitHeader := !w.commit && iAmt == walFrameHeader && binary.BigEndian.Uint32(src[4:8]) != 0
+	w.commit = w.commit || commitHeader
 	if w.buf == 0 {
 		if w.buf = libc.Xmalloc(tls, walRunMax); w.buf == 0 {
 			return w.write(tls, pFile, zBuf, int(iAmt), iOfst)
@@ -326,7 +324,7 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 	run := unsafe.Slice((*byte)(cptr(w.buf)), walRunMax)
 	copy(run[at:], src)
 	w.n = max(w.n, int(at)+int(iAmt))
-	if w.commit && iAmt != walFrameHeader {
+	if w.commit && !commitHeader {
 		return w.flush(tls, pFile)
 	}
 	return sqlite3.SQLITE_OK

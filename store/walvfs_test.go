@@ -67,6 +67,22 @@ func TestWALCommitIsGathered(t *testing.T) {
 	if writes > 10 {
 		t.Errorf("commit of ~60 pages made %d write calls, want a few", writes)
 	}
+	// A commit of one page: its frame's header and page in one write.
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE one_page (k INTEGER PRIMARY KEY, v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO one_page VALUES (1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	before = writeSyscalls(t)
+	for range 20 {
+		if _, err := db.w.ExecContext(ctx, `UPDATE one_page SET v = v + 1 WHERE k = 1`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes := writeSyscalls(t) - before; writes > 25 {
+		t.Errorf("20 one-page commits made %d write calls, want about 20", writes)
+	}
 }
 
 // TestWALGatherKeepsEveryCommit drives the VFS where SQLite leans on it:
