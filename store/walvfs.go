@@ -28,15 +28,14 @@ import (
 // What the run holds belongs to the write transaction in progress, and
 // lives no longer than it:
 //
-//   - Committed, it is on the file: the writer runs with synchronous=FULL
-//     (DB.Open uses this VFS only with fsync on), so every commit syncs
-//     the WAL, which writes the run, before SQLite publishes the commit in
-//     the WAL index; no other connection can look for a frame still here.
-//     Without that sync (synchronous set lower by hand, psow=0's padding
-//     after it) the commit's own frame still goes to the file with the
-//     run as it is written, so its failure fails the commit (walWrite),
-//     and the shared-memory barrier SQLite passes before it publishes
-//     writes whatever this connection's run holds.
+//   - Committed, it is on the file: a commit's own frame goes to the file
+//     with the run as SQLite writes it (walWrite), so a failure fails the
+//     commit, and before SQLite publishes the commit in the WAL index; no
+//     other connection can look for a frame still here. (The writer also
+//     runs with synchronous=FULL, DB.Open using this VFS only with fsync
+//     on, whose sync writes the run too; and the shared-memory barrier
+//     SQLite passes before it publishes writes whatever this connection's
+//     run holds.)
 //   - Not committed (frames a transaction spilled, then rolled back), it
 //     is dropped when the transaction lets go of the WAL's write lock:
 //     written later, it would land on frames another connection or the
