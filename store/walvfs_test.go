@@ -92,27 +92,12 @@ func TestWALCommitIsGathered(t *testing.T) {
 // files taken as a crash would leave them (no checkpoint, the process
 // still running), which SQLite must recover from the WAL file alone.
 func TestWALGatherKeepsEveryCommit(t *testing.T) {
-	if err := registerWALVFS(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "gather.db")
-	base := (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
-	w, err := sql.Open("sqlite", base+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(8)&_pragma=wal_autocheckpoint(0)&_pragma=busy_timeout(10000)&vfs="+walVFSName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", base+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	path := filepath.Join(t.TempDir(), "gather.db")
+	w := openGathered(t, path)
+	r := openPlain(t, path, "_pragma=busy_timeout(10000)&_pragma=query_only(1)")
 	ctx := context.Background()
-	if _, err := w.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY, tx INTEGER, b BLOB)`); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, w, `PRAGMA wal_autocheckpoint(0)`) // the crash copy below finds it all in the WAL
+	mustExec(t, w, `CREATE TABLE t (k INTEGER PRIMARY KEY, tx INTEGER, b BLOB)`)
 
 	// The reader checks every snapshot it sees: transaction n adds rows
 	// n*1000 … n*1000+199, each with a blob of k's bytes.
@@ -188,11 +173,7 @@ func TestWALGatherKeepsEveryCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: filepath.Join(crash, "gather.db")}).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openPlain(t, filepath.Join(crash, "gather.db"), "")
 	for name, db := range map[string]*sql.DB{"the reader": r, "the recovered copy": c} {
 		var ok string
 		if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
@@ -253,14 +234,38 @@ func openGathered(t *testing.T, path string) *sql.DB {
 	if err := registerWALVFS(); err != nil {
 		t.Fatal(err)
 	}
-	base := (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
-	w, err := sql.Open("sqlite", base+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(8)&_pragma=busy_timeout(10000)&_txlock=immediate&vfs="+walVFSName)
+	w, err := sql.Open("sqlite", fileURL(path)+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(8)&_pragma=busy_timeout(10000)&_txlock=immediate&vfs="+walVFSName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
 	w.SetMaxOpenConns(1)
 	return w
+}
+
+// openPlain opens path through SQLite's own VFS with the DSN params;
+// cleanup closes it.
+func openPlain(t *testing.T, path, params string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", fileURL(path)+"?"+params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fileURL is path as the file: URL SQLite opens.
+func fileURL(path string) string {
+	return (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()
+}
+
+// mustExec runs q on db or ends the test.
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+		t.Fatal(q, err)
+	}
 }
 
 // blobRows checks that table holds want rows, row k's blob being k's byte
@@ -301,23 +306,13 @@ func TestWALRunEndsWithTheWriteLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lock.db")
 	ctx := context.Background()
 	w := openGathered(t, path)
-	other, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=busy_timeout(10000)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	exec := func(db *sql.DB, q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	exec(w, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`)
-	exec(w, `CREATE TABLE o (k INTEGER PRIMARY KEY, b BLOB)`)
+	other := openPlain(t, path, "_pragma=busy_timeout(10000)&_txlock=immediate")
+	mustExec(t, w, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`)
+	mustExec(t, w, `CREATE TABLE o (k INTEGER PRIMARY KEY, b BLOB)`)
 	for i := range 20 {
-		exec(w, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
+		mustExec(t, w, `INSERT INTO t VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
 	}
-	exec(w, `PRAGMA wal_checkpoint(PASSIVE)`)
+	mustExec(t, w, `PRAGMA wal_checkpoint(PASSIVE)`)
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -331,9 +326,9 @@ func TestWALRunEndsWithTheWriteLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		exec(other, `INSERT INTO o VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
+		mustExec(t, other, `INSERT INTO o VALUES (?, ?)`, i, bytes.Repeat([]byte{byte(i)}, 3000))
 	}
-	exec(w, `INSERT INTO t VALUES (200, ?)`, bytes.Repeat([]byte{200}, 3000)) // reads the WAL
+	mustExec(t, w, `INSERT INTO t VALUES (200, ?)`, bytes.Repeat([]byte{200}, 3000)) // reads the WAL
 	blobRows(t, other, "o", 10)
 	blobRows(t, other, "t", 21)
 }
@@ -416,11 +411,7 @@ func TestWALFailedWriteLosesNothing(t *testing.T) {
 	if _, err := w.ExecContext(ctx, `INSERT INTO t VALUES (300, 300, ?)`, bytes.Repeat([]byte{44}, 3000)); err != nil {
 		t.Fatalf("a commit after the file may grow again: %v", err)
 	}
-	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openPlain(t, path, "_pragma=query_only(1)")
 	blobRows(t, r, "t", want+1)
 	fmt.Println("ok: recommitted")
 }
@@ -439,18 +430,12 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 	path := filepath.Join(dir, "full.db")
 	ctx := context.Background()
 	w := openGathered(t, path)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := w.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	exec(`PRAGMA wal_autocheckpoint(0)`)
-	exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, u INTEGER UNIQUE NOT NULL, b BLOB)`)
+	mustExec(t, w, `PRAGMA wal_autocheckpoint(0)`)
+	mustExec(t, w, `CREATE TABLE t (k INTEGER PRIMARY KEY, u INTEGER UNIQUE NOT NULL, b BLOB)`)
 	for i := range 20 {
-		exec(`INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000))
+		mustExec(t, w, `INSERT INTO t VALUES (?, ?, ?)`, i, i, bytes.Repeat([]byte{byte(i)}, 3000))
 	}
-	exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	mustExec(t, w, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	filler := fillDisk(t, dir, 64<<10) // the spilled frames stay in the run
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
@@ -473,11 +458,7 @@ func TestWALFullDiskLosesNothing(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openPlain(t, path, "_pragma=query_only(1)")
 	blobRows(t, r, "t", 81)
 	fmt.Println("ok: child passed")
 }
@@ -572,11 +553,7 @@ func TestWALCommitWithoutSyncOnFullDisk(t *testing.T) {
 	if _, err := w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		t.Fatal(err)
 	}
-	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openPlain(t, path, "_pragma=query_only(1)")
 	blobRows(t, r, "t", 6)
 	fmt.Println("ok: child passed")
 }
@@ -642,11 +619,7 @@ func TestWALRunWrittenBeforePublishing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "normal.db")
 	ctx := context.Background()
 	w := openGathered(t, path)
-	r, err := sql.Open("sqlite", (&url.URL{Scheme: "file", OmitHost: true, Path: path}).String()+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openPlain(t, path, "_pragma=query_only(1)")
 	for _, q := range []string{`PRAGMA synchronous=NORMAL`, `CREATE TABLE t (k INTEGER PRIMARY KEY, b BLOB)`} {
 		if _, err := w.ExecContext(ctx, q); err != nil {
 			t.Fatal(q, err)
